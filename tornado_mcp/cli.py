@@ -1,0 +1,103 @@
+"""Command-line plumbing shared by ``python -m tornado_mcp demo`` and the example servers.
+
+Every transport option becomes a flag named after it (``--max-sessions 5``,
+``--stateless true``, ``--session-idle-timeout none``), generated from
+:data:`~tornado_mcp.options.OPTION_SPECS` so a new option is a new flag with no extra code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import secrets
+import signal
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import tornado.web
+
+from .options import OPTION_SPECS, OptionError, TransportOptions
+from .server import Server
+from .transport import Transport
+
+log = logging.getLogger("tornado_mcp.cli")
+
+
+def add_option_flags(parser: argparse.ArgumentParser) -> None:
+    """Add ``--host``, ``--port``, ``--path``, ``--admin-token``, and one flag per option."""
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default loopback)")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--path", default="/mcp", help="where the MCP endpoint is mounted")
+    parser.add_argument("--admin-token", default=None,
+                        help="dashboard token (a random one is printed when omitted)")
+    parser.add_argument("--no-admin", action="store_true", help="do not mount the dashboard")
+    parser.add_argument("--log-level", default="info")
+    group = parser.add_argument_group("transport options ('none' removes a bound)")
+    for spec in OPTION_SPECS:
+        default = spec.default
+        shown = "none" if default is None else (",".join(default)
+                                                if isinstance(default, tuple) else default)
+        group.add_argument(spec.flag, dest=f"opt_{spec.name}", default=None, metavar="VALUE",
+                           help=f"{spec.help} (default: {shown})")
+
+
+def options_from_args(args: argparse.Namespace) -> TransportOptions:
+    values = {spec.name: getattr(args, f"opt_{spec.name}") for spec in OPTION_SPECS
+              if getattr(args, f"opt_{spec.name}") is not None}
+    return TransportOptions(**values)
+
+
+def serve(server: Server, args: argparse.Namespace,
+          extra_routes: Callable[[Transport], list[Any]] | None = None) -> None:
+    """Run ``server`` until SIGINT or SIGTERM, then close the transport gracefully."""
+    logging.basicConfig(level=args.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        options = options_from_args(args)
+    except OptionError as exc:
+        for name, message in exc.errors.items():
+            print(f"error: --{name.replace('_', '-')} {message}", file=sys.stderr)
+        raise SystemExit(2) from None
+    asyncio.run(_serve(server, options, args, extra_routes))
+
+
+async def _serve(server: Server, options: TransportOptions, args: argparse.Namespace,
+                 extra_routes: Callable[[Transport], list[Any]] | None) -> None:
+    transport = Transport(server, options=options)
+    routes: list[Any] = [*transport.routes(args.path)]
+    if extra_routes is not None:
+        routes.extend(extra_routes(transport))
+    admin_line = ""
+    if not args.no_admin:
+        try:
+            import admin_ui
+        except ImportError:  # pragma: no cover - the dashboard ships with the library
+            admin_ui = None
+        if admin_ui is not None and hasattr(admin_ui, "routes"):
+            token = args.admin_token or secrets.token_urlsafe(18)
+            routes.extend(admin_ui.routes(transport, prefix="/admin", token=token))
+            admin_line = (f"dashboard: http://{_display(args.host)}:{{port}}/admin/"
+                          f"  (token: {token})")
+    app = tornado.web.Application(routes)
+    http = app.listen(args.port, address=args.host, xheaders=False)
+    port = args.port
+    if port == 0:
+        port = next(iter(http._sockets.values())).getsockname()[1]
+    print(f"MCP endpoint: http://{_display(args.host)}:{port}{args.path}", flush=True)
+    if admin_line:
+        print(admin_line.format(port=port), flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("shutting down")
+    http.stop()
+    await transport.close()
+    await http.close_all_connections()
+
+
+def _display(host: str) -> str:
+    return "127.0.0.1" if host in ("", "0.0.0.0") else (f"[{host}]" if ":" in host else host)

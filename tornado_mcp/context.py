@@ -1,0 +1,255 @@
+"""The per-request context handed to handlers that ask for it.
+
+A handler asks by declaring a parameter annotated :class:`Context` (or named ``ctx``)::
+
+    @server.tool()
+    async def slow(steps: int, ctx: Context) -> str:
+        for i in range(steps):
+            ctx.report_progress(i, steps)
+            await asyncio.sleep(0.1)
+        return "done"
+
+Everything here is scoped to the one request: progress and log messages travel on the
+request's own response stream, server-to-client requests (legacy era) are correlated with
+it, and :attr:`Context.cancelled` turns true when the client cancels it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .errors import INVALID_REQUEST, MCPError, MissingClientCapability
+from .schemas import LOG_LEVELS
+
+if TYPE_CHECKING:
+    from .server import Server
+    from .session import Session
+
+_LEVEL_RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
+
+
+class RequestChannel(Protocol):
+    """What the transport offers a request: its own stream, and the way back to the client."""
+
+    def emit(self, message: dict[str, Any]) -> bool:
+        """Send a request-scoped notification; False when it could not be sent."""
+
+    async def send_request(self, method: str, params: dict[str, Any] | None,
+                      timeout: float | None) -> dict[str, Any]:
+        """Send a server-to-client request and wait for its result (legacy era)."""
+
+    def notify_resources_updated(self, uri: str) -> None:
+        """Tell subscribers of ``uri`` that it changed."""
+
+
+class Context:
+    """Request-scoped helpers and facts; see the module docstring."""
+
+    __slots__ = ("_cancelled", "_channel", "_state_data", "envelope", "method", "modern",
+                 "params", "progress_token", "request_id", "server", "session",
+                 "task", "listen_served")
+
+    def __init__(self, server: Server, method: str, params: dict[str, Any],
+                 request_id: Any, channel: RequestChannel | None, *,
+                 session: Session | None = None, envelope: dict[str, Any] | None = None,
+                 listen_served: bool = True) -> None:
+        self.server = server
+        self.method = method
+        self.params = params
+        self.request_id = request_id
+        self.session = session
+        self.envelope = envelope  # the validated 2026-07-28 ``_meta`` envelope, if modern
+        self.modern = envelope is not None
+        self.listen_served = listen_served
+        self._channel = channel
+        self._cancelled = False
+        self._state_data: Any = None
+        self.task: asyncio.Task[Any] | None = None
+        meta = params.get("_meta")
+        self.progress_token = meta.get("progressToken") if isinstance(meta, dict) else None
+
+    # -- facts about the client -------------------------------------------------------
+    @property
+    def protocol_version(self) -> str | None:
+        if self.envelope is not None:
+            return str(self.envelope["protocol_version"])
+        return self.session.protocol_version if self.session else None
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]:
+        if self.envelope is not None:
+            caps: dict[str, Any] = self.envelope["client_capabilities"]
+            return caps
+        return self.session.client_capabilities if self.session else {}
+
+    @property
+    def client_info(self) -> dict[str, Any] | None:
+        if self.envelope is not None:
+            info: dict[str, Any] | None = self.envelope.get("client_info")
+            return info
+        return self.session.client_info if self.session else None
+
+    def client_supports(self, *path: str) -> bool:
+        """True when the client declared the capability at ``path`` (e.g. "elicitation")."""
+        node: Any = self.client_capabilities
+        for key in path:
+            if not isinstance(node, Mapping) or key not in node:
+                return False
+            node = node[key]
+        return True
+
+    def require_client_capability(self, *path: str) -> None:
+        """Raise -32021 (HTTP 400 at 2026-07-28) unless the client declared ``path``."""
+        if not self.client_supports(*path):
+            required: dict[str, Any] = {}
+            node = required
+            for key in path[:-1]:
+                node[key] = {}
+                node = node[key]
+            node[path[-1]] = {}
+            raise MissingClientCapability(required)
+
+    # -- cancellation ------------------------------------------------------------------
+    @property
+    def cancelled(self) -> bool:
+        """True once the client cancelled the request or went away (2026-07-28)."""
+        return self._cancelled
+
+    def cancel(self) -> None:
+        self._cancelled = True
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+
+    # -- request-scoped notifications ---------------------------------------------------
+    def report_progress(self, progress: float, total: float | None = None,
+                        message: str | None = None) -> bool:
+        """Send ``notifications/progress``; a no-op unless the request carried a token."""
+        if self.progress_token is None or self._channel is None:
+            return False
+        params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        return self._channel.emit({"jsonrpc": "2.0", "method": "notifications/progress",
+                                   "params": params})
+
+    def log_enabled(self, level: str) -> bool:
+        if self.modern:
+            assert self.envelope is not None
+            wanted = self.envelope.get("log_level")
+            if wanted is None:
+                return False  # 2026-07-28: no logLevel in _meta, no notifications/message
+        else:
+            wanted = self.session.log_level if self.session else None
+            if wanted is None:
+                return True
+        return _LEVEL_RANK.get(level, 0) >= _LEVEL_RANK.get(wanted, 0)
+
+    def log(self, level: str, data: Any, logger: str | None = None) -> bool:
+        """Send ``notifications/message`` at ``level`` if the client asked for that level."""
+        if level not in _LEVEL_RANK:
+            raise ValueError(f"unknown log level {level!r}")
+        if self._channel is None or not self.log_enabled(level):
+            return False
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        return self._channel.emit({"jsonrpc": "2.0", "method": "notifications/message",
+                                   "params": params})
+
+    def debug(self, data: Any, logger: str | None = None) -> bool:
+        return self.log("debug", data, logger)
+
+    def info(self, data: Any, logger: str | None = None) -> bool:
+        return self.log("info", data, logger)
+
+    def warning(self, data: Any, logger: str | None = None) -> bool:
+        return self.log("warning", data, logger)
+
+    def error(self, data: Any, logger: str | None = None) -> bool:
+        return self.log("error", data, logger)
+
+    def notify_resources_updated(self, uri: str) -> None:
+        """Tell every subscriber of ``uri`` it changed: this request's session (on its GET
+        stream, or this request's own stream when it has none) and matching listen streams."""
+        if self._channel is not None:
+            self._channel.notify_resources_updated(uri)
+        else:
+            self.server.notify_resources_updated(uri)
+
+    # -- server-to-client requests (legacy era only) --------------------------------------
+    async def send_request(self, method: str, params: dict[str, Any] | None = None,
+                           timeout: float | None = None) -> dict[str, Any]:
+        """Send a JSON-RPC request to the client and return its result.
+
+        Only the legacy era has these: at 2026-07-28 return :class:`~tornado_mcp.InputRequired`
+        instead.  Raises :class:`MCPError` when the client returns an error, the request
+        times out (``server_to_client_request_timeout`` unless ``timeout`` is given), or no
+        stream can carry it.
+        """
+        if self.modern or self._channel is None:
+            raise MCPError(INVALID_REQUEST,
+                           "Server-initiated requests are not available in the modern lifecycle")
+        return await self._channel.send_request(method, params, timeout)
+
+    async def sample(self, messages: list[dict[str, Any]], max_tokens: int,
+                     timeout: float | None = None, **extra: Any) -> dict[str, Any]:
+        """``sampling/createMessage``; needs the client's ``sampling`` capability."""
+        self.require_client_capability("sampling")
+        return await self.send_request("sampling/createMessage",
+                                       {"messages": messages, "maxTokens": max_tokens, **extra},
+                                       timeout)
+
+    async def elicit(self, message: str, requested_schema: dict[str, Any],
+                     timeout: float | None = None) -> dict[str, Any]:
+        """``elicitation/create`` in form mode; needs the client's ``elicitation`` capability."""
+        self.require_client_capability("elicitation")
+        return await self.send_request(
+            "elicitation/create",
+            {"mode": "form", "message": message, "requestedSchema": requested_schema}, timeout)
+
+    async def elicit_url(self, message: str, url: str, elicitation_id: str,
+                         timeout: float | None = None) -> dict[str, Any]:
+        """``elicitation/create`` in URL mode; needs ``elicitation.url``."""
+        self.require_client_capability("elicitation", "url")
+        return await self.send_request(
+            "elicitation/create",
+            {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id},
+            timeout)
+
+    async def list_roots(self, timeout: float | None = None) -> dict[str, Any]:
+        """``roots/list``; needs the client's ``roots`` capability."""
+        self.require_client_capability("roots")
+        return await self.send_request("roots/list", None, timeout)
+
+    async def ping(self, timeout: float | None = None) -> dict[str, Any]:
+        return await self.send_request("ping", None, timeout)
+
+    # -- input-required results (2026-07-28) ---------------------------------------------
+    @property
+    def input_responses(self) -> dict[str, Any]:
+        """The ``inputResponses`` of a retried request (empty on a first attempt)."""
+        value = self.params.get("inputResponses")
+        return value if isinstance(value, dict) else {}
+
+    def input_response(self, key: str) -> Any:
+        return self.input_responses.get(key)
+
+    @property
+    def request_state(self) -> Any:
+        """The raw ``requestState`` string the client sent back, if any."""
+        return self.params.get("requestState")
+
+    def seal_state(self, data: Any) -> str:
+        """Seal ``data`` into a ``requestState`` bound to this method and these params."""
+        return self.server.request_state.seal(data, self.method, self.params)
+
+    def open_state(self) -> Any:
+        """The data sealed by :meth:`seal_state` on an earlier round, or ``None`` if the
+        request carries no state; -32602 when it was tampered with or expired."""
+        if self.request_state is None:
+            return None
+        return self.server.request_state.open(self.request_state, self.method, self.params)

@@ -1,0 +1,118 @@
+"""One place for JSON: fast encoding and bounded decoding.
+
+``orjson`` is used when it is installed (``pip install tornado-mcp[speed]``); the standard
+library serves otherwise, with the same results.  Decoding enforces the nesting bound, and
+:func:`count_values_exceeds` walks a parsed value without ever queuing more than the limit.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .options import MAX_JSON_NESTING
+
+try:  # pragma: no cover - exercised through whichever is installed
+    import orjson as _orjson
+except ImportError:  # pragma: no cover
+    _orjson = None
+
+
+class JSONDecodeError(ValueError):
+    """The body is not JSON, is not UTF-8, or nests deeper than the bound."""
+
+
+if _orjson is not None:
+    _dumps = _orjson.dumps
+    _loads = _orjson.loads
+    _decode_errors: tuple[type[Exception], ...] = (_orjson.JSONDecodeError,)
+
+    def dumps(value: Any) -> bytes:
+        """Compact UTF-8 JSON."""
+        return _dumps(value)  # type: ignore[no-any-return]
+else:  # pragma: no cover
+    _encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+    _decode_errors = (ValueError, RecursionError)
+
+    def _loads(data: bytes) -> Any:
+        return json.loads(data)
+
+    def dumps(value: Any) -> bytes:
+        """Compact UTF-8 JSON."""
+        return _encoder.encode(value).encode("utf-8")
+
+
+def dumps_str(value: Any) -> str:
+    return dumps(value).decode("utf-8")
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if depth > limit:
+            return True
+        if type(v) is dict:
+            stack.extend((c, depth + 1) for c in v.values() if type(c) in (dict, list))
+        elif type(v) is list:
+            stack.extend((c, depth + 1) for c in v if type(c) in (dict, list))
+    return False
+
+
+def loads(data: bytes, max_nesting: int = MAX_JSON_NESTING) -> Any:
+    """Parse ``data``; raise :class:`JSONDecodeError` for bad JSON or nesting over the bound.
+
+    A body with no more brackets than the bound cannot nest deeper than it, so the depth
+    walk only runs for bodies that could.
+    """
+    try:
+        value = _loads(data)
+    except _decode_errors as exc:
+        raise JSONDecodeError(str(exc)) from None
+    if (data.count(b"[") + data.count(b"{") > max_nesting
+            and type(value) in (dict, list) and _depth_exceeds(value, max_nesting)):
+        raise JSONDecodeError(f"nesting exceeds {max_nesting}")
+    return value
+
+
+def count_values_exceeds(value: Any, limit: int) -> bool:
+    """True when ``value`` holds more than ``limit`` JSON values.
+
+    Every object, array, object key and scalar counts once.  The walk is iterative and
+    stops as soon as the limit is certain to be passed, so it never queues more than
+    ``limit`` values whatever the input.
+    """
+    count = 0
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        count += 1
+        t = type(v)
+        if t is dict:
+            n = len(v)
+            if count + len(stack) + 2 * n > limit:
+                return True
+            count += n  # the keys
+            stack.extend(v.values())
+        elif t is list:
+            if count + len(stack) + len(v) > limit:
+                return True
+            stack.extend(v)
+        if count + len(stack) > limit:
+            return True
+    return False
+
+
+def count_values(value: Any) -> int:
+    """The number of JSON values in ``value`` (objects, arrays, keys and scalars)."""
+    count = 0
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        count += 1
+        if type(v) is dict:
+            count += len(v)
+            stack.extend(v.values())
+        elif type(v) is list:
+            stack.extend(v)
+    return count

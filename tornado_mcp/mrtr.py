@@ -1,0 +1,125 @@
+"""Input-required results (2026-07-28 multi round-trip requests) and sealed request state.
+
+A tool, prompt or resource handler that needs something from the user returns
+:class:`InputRequired`; the client asks the user and retries the same call with
+``inputResponses`` (and the ``requestState``), which the handler reads from its context::
+
+    @server.tool()
+    async def book(city: str, ctx: Context) -> str | InputRequired:
+        answer = ctx.input_response("confirm")
+        if answer is None:
+            return InputRequired(
+                {"confirm": elicitation("Book a room in %s?" % city, {"type": "object"})},
+                request_state=ctx.seal_state({"city": city}),
+            )
+        return "booked" if answer.get("action") == "accept" else "cancelled"
+
+``requestState`` comes back from the client, so treat it as attacker-controlled:
+:class:`RequestStateCodec` seals it with an HMAC bound to the method, a digest of the
+params and an expiry, and refuses anything else with -32602.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import jsonio
+from .errors import INVALID_PARAMS, MCPError
+
+#: The client capability each kind of input request needs.
+INPUT_KIND_CAPABILITY = {
+    "elicitation/create": "elicitation",
+    "sampling/createMessage": "sampling",
+    "roots/list": "roots",
+}
+
+_PARAMS_NOT_BOUND = frozenset({"_meta", "inputResponses", "requestState"})
+
+
+@dataclass
+class InputRequired:
+    """Return this from a handler to ask the client for input before completing."""
+
+    input_requests: dict[str, dict[str, Any]] = field(default_factory=dict)
+    request_state: str | None = None
+
+    def to_result(self) -> dict[str, Any]:
+        result: dict[str, Any] = {"resultType": "input_required"}
+        if self.input_requests:
+            result["inputRequests"] = self.input_requests
+        if self.request_state is not None:
+            result["requestState"] = self.request_state
+        return result
+
+
+def elicitation(message: str, requested_schema: dict[str, Any]) -> dict[str, Any]:
+    """An ``elicitation/create`` input request in form mode."""
+    return {"method": "elicitation/create",
+            "params": {"mode": "form", "message": message, "requestedSchema": requested_schema}}
+
+
+def sampling(messages: list[dict[str, Any]], max_tokens: int, **extra: Any) -> dict[str, Any]:
+    """A ``sampling/createMessage`` input request."""
+    return {"method": "sampling/createMessage",
+            "params": {"messages": messages, "maxTokens": max_tokens, **extra}}
+
+
+def roots() -> dict[str, Any]:
+    """A ``roots/list`` input request."""
+    return {"method": "roots/list", "params": {}}
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+class RequestStateCodec:
+    """Seal and open ``requestState`` values with HMAC-SHA256.
+
+    The sealed value binds the data to the method, a digest of the request's params
+    (without ``_meta``, ``inputResponses`` and ``requestState``) and an expiry.
+    """
+
+    def __init__(self, key: bytes | None = None, ttl: float = 600.0) -> None:
+        self.key = key or secrets.token_bytes(32)
+        self.ttl = ttl
+
+    @staticmethod
+    def _digest(method: str, params: dict[str, Any]) -> str:
+        bound = {k: v for k, v in params.items() if k not in _PARAMS_NOT_BOUND}
+        return _b64(hashlib.sha256(method.encode() + b"\0" + jsonio.dumps(bound)).digest()[:16])
+
+    def seal(self, data: Any, method: str, params: dict[str, Any]) -> str:
+        payload = jsonio.dumps({"d": data, "m": method, "p": self._digest(method, params),
+                                "e": int(time.time() + self.ttl)})
+        mac = hmac.new(self.key, payload, hashlib.sha256).digest()
+        return f"{_b64(payload)}.{_b64(mac)}"
+
+    def open(self, token: Any, method: str, params: dict[str, Any]) -> Any:
+        """Return the sealed data; raise -32602 when the state was tampered with or expired."""
+        try:
+            if not isinstance(token, str) or len(token) > 65536:
+                raise ValueError
+            body, mac = token.split(".", 1)
+            payload = _unb64(body)
+            if not hmac.compare_digest(hmac.new(self.key, payload, hashlib.sha256).digest(),
+                                       _unb64(mac)):
+                raise ValueError
+            state = jsonio.loads(payload)
+        except (ValueError, TypeError):
+            raise MCPError(INVALID_PARAMS, "Invalid requestState: integrity check failed") from None
+        if state.get("m") != method or state.get("p") != self._digest(method, params):
+            raise MCPError(INVALID_PARAMS, "Invalid requestState: it belongs to another request")
+        if not isinstance(state.get("e"), int) or state["e"] < time.time():
+            raise MCPError(INVALID_PARAMS, "Invalid requestState: expired")
+        return state.get("d")

@@ -1,0 +1,283 @@
+"""Transport options: one validated object, part of it tunable while the server runs.
+
+Every bound a client can push against lives here.  Each option is described once, in
+:data:`OPTION_SPECS`, and that one table drives validation, the command-line flags of the
+demo and example servers, the dashboard's tuning form and the docs' reference table.
+
+``None`` removes a bound wherever the spec says ``nullable``.  Options marked ``live`` can
+be changed on a running transport with :meth:`TransportOptions.update`; the change applies to
+new admissions at once, and whatever sessions and streams already hold is left as it is.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+log = logging.getLogger("tornado_mcp.options")
+
+KiB = 1024
+MiB = 1024 * 1024
+
+#: JSON nesting deeper than this is a parse error (-32700, HTTP 400), in both eras.
+MAX_JSON_NESTING = 64
+#: An ``initialize``'s params may hold at most this many JSON values (stateful mode).
+MAX_INITIALIZE_PARAMS_VALUES = 1024
+#: A listen stream may name at most this many distinct resource URIs, whatever the byte bound.
+MAX_RESOURCE_SUBSCRIPTION_URIS = 1024
+#: A modern request buffers or streams at most this many notifications before its response.
+MAX_REQUEST_NOTIFICATIONS = 1000
+
+LEGACY_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
+MODERN_VERSIONS = ("2026-07-28",)
+ALL_VERSIONS = MODERN_VERSIONS + LEGACY_VERSIONS
+
+
+class OptionError(ValueError):
+    """A transport option was given a value it cannot take.
+
+    ``errors`` maps each offending option name to a message a person can act on.
+    """
+
+    def __init__(self, errors: Mapping[str, str]) -> None:
+        self.errors = dict(errors)
+        super().__init__("; ".join(f"{k}: {v}" for k, v in self.errors.items()))
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    name: str
+    kind: str  # "int", "seconds", "bool", "hosts", "versions"
+    default: Any
+    nullable: bool
+    live: bool
+    help: str
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    def coerce(self, value: Any) -> Any:
+        """Validate ``value`` (already parsed, or a command-line string) for this option."""
+        if isinstance(value, str) and self.kind not in ("hosts", "versions"):
+            value = _parse_text(self, value)
+        if value is None:
+            if self.nullable:
+                return None
+            raise ValueError("may not be none")
+        if self.kind == "bool":
+            if not isinstance(value, bool):
+                raise ValueError("must be true or false")
+            return value
+        if self.kind == "int":
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(
+                    "must be a positive integer" + (" or none" if self.nullable else "")
+                )
+            return value
+        if self.kind == "seconds":
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValueError("must be a positive number of seconds"
+                                 + (" or none" if self.nullable else ""))
+            if not math.isfinite(value) or value <= 0:
+                raise ValueError("must be a positive number of seconds"
+                                 + (" or none" if self.nullable else ""))
+            return float(value)
+        if self.kind == "hosts":
+            if isinstance(value, str):
+                value = [v for v in (p.strip() for p in value.split(",")) if v]
+            if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+                raise ValueError("must be a list of strings")
+            return tuple(v.lower() for v in value)
+        if self.kind == "versions":
+            if isinstance(value, str):
+                value = [v for v in (p.strip() for p in value.split(",")) if v]
+            if not isinstance(value, list | tuple) or not value:
+                raise ValueError("must be a non-empty list of protocol versions")
+            unknown = [v for v in value if v not in ALL_VERSIONS]
+            if unknown:
+                raise ValueError(f"unknown protocol versions {unknown}; known: {list(ALL_VERSIONS)}")
+            return tuple(v for v in ALL_VERSIONS if v in value)
+        raise AssertionError(self.kind)  # pragma: no cover
+
+
+def _parse_text(spec: OptionSpec, text: str) -> Any:
+    t = text.strip().lower()
+    if t in ("none", "null", "off") and spec.nullable:
+        return None
+    if spec.kind == "bool":
+        if t in ("true", "yes", "1", "on"):
+            return True
+        if t in ("false", "no", "0", "off"):
+            return False
+        raise ValueError("must be true or false")
+    try:
+        if spec.kind == "int":
+            return int(t)
+        return float(t)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number") from None
+
+
+OPTION_SPECS: tuple[OptionSpec, ...] = (
+    OptionSpec("stateless", "bool", False, False, False,
+               "No sessions: every POST stands alone; GET answers 405."),
+    OptionSpec("json_response", "bool", False, False, False,
+               "Answer legacy requests with one application/json body instead of SSE."),
+    OptionSpec("protocol_versions", "versions", ALL_VERSIONS, False, False,
+               "Protocol versions served; e.g. only 2026-07-28 for a modern-only endpoint."),
+    OptionSpec("serve_subscriptions_listen", "bool", True, False, False,
+               "Serve subscriptions/listen streams (False for hosts that buffer responses)."),
+    OptionSpec("dns_rebinding_protection", "bool", True, False, False,
+               "Check Host and Origin on every request (403 when they do not match)."),
+    OptionSpec("allowed_hosts", "hosts", (), False, False,
+               "Extra Host values accepted besides loopback (bare host or host:port)."),
+    OptionSpec("allowed_origins", "hosts", (), False, False,
+               "Extra Origin values accepted besides same-origin."),
+    OptionSpec("max_sessions", "int", 10_000, True, True,
+               "Concurrent legacy sessions; initialize over it is 503."),
+    OptionSpec("session_idle_timeout", "seconds", 1800.0, True, True,
+               "Seconds a session with nothing in flight may stay idle."),
+    OptionSpec("max_request_bytes", "int", 4 * MiB, False, True,
+               "Largest POST body, in bytes (413 over it)."),
+    OptionSpec("max_initialize_request_bytes", "int", 64 * KiB, True, True,
+               "Largest initialize body in stateful mode, in bytes (413 over it)."),
+    OptionSpec("max_listen_subscriptions", "int", 1000, True, True,
+               "Concurrent subscriptions/listen streams (503 over it)."),
+    OptionSpec("max_resource_subscription_bytes", "int", 64 * KiB, True, True,
+               "Summed UTF-8 bytes of the distinct URIs one listen stream names."),
+    OptionSpec("listen_keepalive_interval", "seconds", 15.0, True, True,
+               "Seconds between keepalive comments on listen streams."),
+    OptionSpec("sse_keepalive_interval", "seconds", 15.0, True, True,
+               "Seconds between keepalive comments on idle legacy SSE streams."),
+    OptionSpec("server_to_client_request_timeout", "seconds", 600.0, False, True,
+               "Default wait for sampling, elicitation, roots and ping answers."),
+    OptionSpec("max_stream_queue", "int", 1000, False, True,
+               "Frames one SSE stream may have queued; a consumer past it is disconnected."),
+)
+
+SPECS_BY_NAME: dict[str, OptionSpec] = {s.name: s for s in OPTION_SPECS}
+LIVE_OPTIONS: tuple[str, ...] = tuple(s.name for s in OPTION_SPECS if s.live)
+
+Listener = Callable[[dict[str, tuple[Any, Any]], str], None]
+
+
+class TransportOptions:
+    """The transport's options, validated at construction and tunable live.
+
+    >>> opts = TransportOptions(max_sessions=5, session_idle_timeout=None)
+    >>> opts.max_sessions
+    5
+    >>> opts.update({"max_sessions": 10}, actor="ops")
+    {'max_sessions': (5, 10)}
+
+    Reading an attribute is cheap and always sees a consistent value; :meth:`update`
+    validates every change first and applies all of them or none.
+    """
+
+    __slots__ = ("_lock", "_listeners", "_values")
+
+    stateless: bool
+    json_response: bool
+    protocol_versions: tuple[str, ...]
+    serve_subscriptions_listen: bool
+    dns_rebinding_protection: bool
+    allowed_hosts: tuple[str, ...]
+    allowed_origins: tuple[str, ...]
+    max_sessions: int | None
+    session_idle_timeout: float | None
+    max_request_bytes: int
+    max_initialize_request_bytes: int | None
+    max_listen_subscriptions: int | None
+    max_resource_subscription_bytes: int | None
+    listen_keepalive_interval: float | None
+    sse_keepalive_interval: float | None
+    server_to_client_request_timeout: float
+    max_stream_queue: int
+
+    def __init__(self, **values: Any) -> None:
+        object.__setattr__(self, "_lock", threading.Lock())
+        object.__setattr__(self, "_listeners", [])
+        unknown = sorted(set(values) - set(SPECS_BY_NAME))
+        if unknown:
+            raise OptionError({k: "unknown option" for k in unknown})
+        resolved = {s.name: s.default for s in OPTION_SPECS}
+        resolved.update(self._validate(values))
+        if resolved["stateless"]:
+            # Nothing is retained per session in stateless mode, so these bounds do not apply.
+            if "session_idle_timeout" in values and values["session_idle_timeout"] is not None:
+                raise OptionError({"session_idle_timeout": "is not supported in stateless mode"})
+            resolved["session_idle_timeout"] = None
+        object.__setattr__(self, "_values", resolved)
+
+    @staticmethod
+    def _validate(values: Mapping[str, Any]) -> dict[str, Any]:
+        errors: dict[str, str] = {}
+        out: dict[str, Any] = {}
+        for name, value in values.items():
+            spec = SPECS_BY_NAME.get(name)
+            if spec is None:
+                errors[name] = "unknown option"
+                continue
+            try:
+                out[name] = spec.coerce(value)
+            except ValueError as exc:
+                errors[name] = str(exc)
+        if errors:
+            raise OptionError(errors)
+        return out
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self.update({name: value})
+
+    def update(self, changes: Mapping[str, Any], actor: str = "code") -> dict[str, tuple[Any, Any]]:
+        """Validate and apply live changes; return ``{name: (old, new)}`` for what changed.
+
+        Raises :class:`OptionError` (listing every bad field) and changes nothing when any
+        value is invalid or names an option that cannot change while running.
+        """
+        not_live = {k: "cannot be changed while the server runs"
+                    for k in changes if k in SPECS_BY_NAME and not SPECS_BY_NAME[k].live}
+        if not_live:
+            raise OptionError(not_live)
+        validated = self._validate(changes)
+        with self._lock:
+            if self._values["stateless"] and validated.get("session_idle_timeout") is not None:
+                raise OptionError({"session_idle_timeout": "is not supported in stateless mode"})
+            new = dict(self._values)
+            diff = {k: (new[k], v) for k, v in validated.items() if new[k] != v}
+            new.update(validated)
+            object.__setattr__(self, "_values", new)
+            listeners = list(self._listeners)
+        if diff:
+            log.info("limits changed by %s: %s", actor,
+                     ", ".join(f"{k} {o!r} -> {n!r}" for k, (o, n) in diff.items()))
+            for listener in listeners:
+                listener(diff, actor)
+        return diff
+
+    def subscribe(self, listener: Listener) -> None:
+        """Call ``listener(diff, actor)`` after every change that altered something."""
+        with self._lock:
+            self._listeners.append(listener)
+
+    def as_dict(self, names: Iterable[str] | None = None) -> dict[str, Any]:
+        values = self._values
+        return {n: values[n] for n in (names or SPECS_BY_NAME)}
+
+    def live_values(self) -> dict[str, Any]:
+        return self.as_dict(LIVE_OPTIONS)
+
+    def __repr__(self) -> str:
+        changed = {k: v for k, v in self._values.items() if SPECS_BY_NAME[k].default != v}
+        return f"TransportOptions({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
