@@ -20,10 +20,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tornado_mcp import (  # noqa: E402
+from tornado_mcp import (
     Context,
     InputRequired,
-    MCPError,
     PromptArgument,
     Server,
     Session,
@@ -36,7 +35,7 @@ from tornado_mcp import (  # noqa: E402
     sampling,
     text,
 )
-from tornado_mcp.primitives import audio  # noqa: E402
+from tornado_mcp.primitives import audio
 
 # A 1x1 PNG and a tiny WAV.
 PNG = base64.b64decode(
@@ -219,15 +218,8 @@ def build_server() -> Server:
         value = ctx.input_response(key)
         return value if isinstance(value, dict) else None
 
-    def validate_responses(ctx: Context) -> None:
-        if "inputResponses" in ctx.params:
-            responses = ctx.params["inputResponses"]
-            if not isinstance(responses, dict):
-                raise MCPError(-32602, "Invalid params: inputResponses must be an object")
-
     @server.tool(description="Input-required: one elicitation")
     def test_input_required_result_elicitation(ctx: Context) -> str | InputRequired:
-        validate_responses(ctx)
         answer = wanted(ctx, "user_name")
         if answer is None:
             return InputRequired({"user_name": elicitation("What is your name?", NAME_SCHEMA)})
@@ -236,7 +228,6 @@ def build_server() -> Server:
 
     @server.tool(description="Input-required: one sampling request")
     def test_input_required_result_sampling(ctx: Context) -> str | InputRequired:
-        validate_responses(ctx)
         answer = wanted(ctx, "capital_question")
         if answer is None:
             return InputRequired({"capital_question": sampling(
@@ -246,7 +237,6 @@ def build_server() -> Server:
 
     @server.tool(description="Input-required: roots/list")
     def test_input_required_result_list_roots(ctx: Context) -> str | InputRequired:
-        validate_responses(ctx)
         answer = wanted(ctx, "client_roots")
         if answer is None:
             return InputRequired({"client_roots": roots()})
@@ -259,7 +249,6 @@ def build_server() -> Server:
 
     @server.tool(description="Input-required with sealed requestState")
     def test_input_required_result_request_state(ctx: Context) -> str | InputRequired:
-        validate_responses(ctx)
         state = ctx.open_state()
         if state is None or wanted(ctx, "confirm") is None:
             return InputRequired({"confirm": confirm},
@@ -268,7 +257,6 @@ def build_server() -> Server:
 
     @server.tool(description="Input-required: elicitation, sampling and roots at once")
     def test_input_required_result_multiple_inputs(ctx: Context) -> str | InputRequired:
-        validate_responses(ctx)
         keys = ("user_name", "greeting", "client_roots")
         if ctx.open_state() is None or any(wanted(ctx, k) is None for k in keys):
             return InputRequired({
@@ -280,7 +268,6 @@ def build_server() -> Server:
 
     @server.tool(description="Input-required across three rounds")
     def test_input_required_result_multi_round(ctx: Context) -> str | InputRequired:
-        validate_responses(ctx)
         state = ctx.open_state() or {}
         step = state.get("step", 0)
         if step == 0 or (step == 1 and wanted(ctx, "step1") is None):
@@ -300,7 +287,6 @@ def build_server() -> Server:
 
     @server.tool(description="Input-required; rejects tampered requestState")
     def test_input_required_result_tampered_state(ctx: Context) -> str | InputRequired:
-        validate_responses(ctx)
         state = ctx.open_state()  # -32602 when tampered
         if state is None or wanted(ctx, "confirm") is None:
             return InputRequired({"confirm": confirm},
@@ -309,7 +295,6 @@ def build_server() -> Server:
 
     @server.tool(description="Input-required, only for declared client capabilities")
     def test_input_required_result_capabilities(ctx: Context) -> str | InputRequired:
-        validate_responses(ctx)
         requests: dict[str, dict[str, Any]] = {}
         if ctx.client_supports("elicitation"):
             requests["user_name"] = elicitation("What is your name?", NAME_SCHEMA)

@@ -71,13 +71,14 @@ async def _serve(server: Server, options: TransportOptions, args: argparse.Names
         routes.extend(extra_routes(transport))
     admin_line = ""
     if not args.no_admin:
+        admin: Any
         try:
-            import admin_ui
+            import admin_ui as admin
         except ImportError:  # pragma: no cover - the dashboard ships with the library
-            admin_ui = None
-        if admin_ui is not None and hasattr(admin_ui, "routes"):
+            admin = None
+        if admin is not None and hasattr(admin, "routes"):
             token = args.admin_token or secrets.token_urlsafe(18)
-            routes.extend(admin_ui.routes(transport, prefix="/admin", token=token))
+            routes.extend(admin.routes(transport, prefix="/admin", token=token))
             admin_line = (f"dashboard: http://{_display(args.host)}:{{port}}/admin/"
                           f"  (token: {token})")
     app = tornado.web.Application(routes)

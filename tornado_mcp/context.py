@@ -47,9 +47,21 @@ class RequestChannel(Protocol):
 class Context:
     """Request-scoped helpers and facts; see the module docstring."""
 
-    __slots__ = ("_cancelled", "_channel", "_state_data", "envelope", "method", "modern",
-                 "params", "progress_token", "request_id", "server", "session",
-                 "task", "listen_served")
+    __slots__ = (
+        "_cancelled",
+        "_channel",
+        "_state_data",
+        "envelope",
+        "listen_served",
+        "method",
+        "modern",
+        "params",
+        "progress_token",
+        "request_id",
+        "server",
+        "session",
+        "task",
+    )
 
     def __init__(self, server: Server, method: str, params: dict[str, Any],
                  request_id: Any, channel: RequestChannel | None, *,

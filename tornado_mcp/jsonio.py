@@ -12,6 +12,7 @@ from typing import Any
 
 from .options import MAX_JSON_NESTING
 
+_orjson: Any
 try:  # pragma: no cover - exercised through whichever is installed
     import orjson as _orjson
 except ImportError:  # pragma: no cover
@@ -29,7 +30,8 @@ if _orjson is not None:
 
     def dumps(value: Any) -> bytes:
         """Compact UTF-8 JSON."""
-        return _dumps(value)  # type: ignore[no-any-return]
+        out: bytes = _dumps(value)
+        return out
 else:  # pragma: no cover
     _encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
     _decode_errors = (ValueError, RecursionError)

@@ -90,7 +90,8 @@ class OptionSpec:
         if self.kind == "hosts":
             if isinstance(value, str):
                 value = [v for v in (p.strip() for p in value.split(",")) if v]
-            if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+            if not isinstance(value, list | tuple) or \
+                    not all(isinstance(v, str) for v in value):
                 raise ValueError("must be a list of strings")
             return tuple(v.lower() for v in value)
         if self.kind == "versions":
@@ -100,7 +101,8 @@ class OptionSpec:
                 raise ValueError("must be a non-empty list of protocol versions")
             unknown = [v for v in value if v not in ALL_VERSIONS]
             if unknown:
-                raise ValueError(f"unknown protocol versions {unknown}; known: {list(ALL_VERSIONS)}")
+                raise ValueError(f"unknown protocol versions {unknown}; "
+                                 f"known: {list(ALL_VERSIONS)}")
             return tuple(v for v in ALL_VERSIONS if v in value)
         raise AssertionError(self.kind)  # pragma: no cover
 
@@ -179,7 +181,7 @@ class TransportOptions:
     validates every change first and applies all of them or none.
     """
 
-    __slots__ = ("_lock", "_listeners", "_values")
+    __slots__ = ("_listeners", "_lock", "_values")
 
     stateless: bool
     json_response: bool

@@ -35,7 +35,8 @@ def decode_cursor(cursor: Any) -> int:
     return int(raw[len(_PREFIX):])
 
 
-def paginate(items: Sequence[T], cursor: Any, page_size: int | None) -> tuple[Sequence[T], str | None]:
+def paginate(items: Sequence[T], cursor: Any,
+             page_size: int | None) -> tuple[Sequence[T], str | None]:
     """Return one page of ``items`` and the cursor of the next page (``None`` at the end)."""
     start = decode_cursor(cursor)
     if start > len(items):

@@ -41,7 +41,7 @@ class HandlerSpec:
         except Exception:  # unresolvable forward references: fall back to names
             hints = {}
         ctx_param = None
-        params = []
+        params: list[inspect.Parameter] = []
         accepts_kwargs = False
         for p in sig.parameters.values():
             if p.kind is p.VAR_KEYWORD:
@@ -95,8 +95,8 @@ def _schema_for(ann: Any) -> dict[str, Any]:
     if origin is typing.Literal:
         return {"enum": list(typing.get_args(ann))}
     if origin in (list, tuple, set, frozenset):
-        args = typing.get_args(ann)
-        return {"type": "array", **({"items": _schema_for(args[0])} if args else {})}
+        item_types = typing.get_args(ann)
+        return {"type": "array", **({"items": _schema_for(item_types[0])} if item_types else {})}
     if origin is dict:
         return {"type": "object"}
     t = _JSON_TYPES.get(ann)

@@ -77,6 +77,8 @@ METHOD_CAPABILITY: dict[str, tuple[str, str | None]] = {
     "prompts/list": ("prompts", None), "prompts/get": ("prompts", None),
     "completion/complete": ("completions", None), "logging/setLevel": ("logging", None),
 }
+#: Methods that may answer with an input-required result (and take ``inputResponses``).
+MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 MAX_COMPLETION_VALUES = 100
 LEGACY_INPUT_ROUNDS = 8
 
@@ -409,7 +411,14 @@ class Server:
     async def handle(self, method: str, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
         """Answer one request; raise :class:`MCPError` for a JSON-RPC error."""
         self.check_method(method, ctx.modern)
+        if method in MRTR_METHODS and "inputResponses" in params:
+            responses = params["inputResponses"]
+            if not isinstance(responses, dict) or \
+                    not all(isinstance(v, dict) for v in responses.values()):
+                raise MCPError(INVALID_PARAMS,
+                               "Invalid params: inputResponses must map keys to result objects")
         builtin = _BUILTIN.get(method)
+        result: dict[str, Any]
         if builtin is not None:
             result = await builtin(self, params, ctx)
         else:
@@ -419,6 +428,7 @@ class Server:
                 result = {}
             if not isinstance(result, dict):
                 raise MCPError(INTERNAL_ERROR, "Internal error")
+        result = dict(result)
         if ctx.modern:
             result = self._stamp_modern(method, result, ctx)
         return result
@@ -682,7 +692,7 @@ def _contents(uri: str, raw: Any, mime_type: str | None) -> dict[str, Any]:
 
 def _prompt_result(raw: Any, description: str | None) -> dict[str, Any]:
     if isinstance(raw, dict) and "messages" in raw:
-        return dict(raw)
+        return {str(k): v for k, v in raw.items()}
     items = raw if isinstance(raw, list) else [raw]
     messages = []
     for item in items:

@@ -26,9 +26,22 @@ if TYPE_CHECKING:
 class Session:
     """One legacy session; see the module docstring."""
 
-    __slots__ = ("_retained", "client_name", "client_version", "created_at", "get_channel",
-                 "id", "in_flight", "last_active", "log_level", "notifier", "pending",
-                 "protocol_version", "retained_values", "__weakref__")
+    __slots__ = (
+        "__weakref__",
+        "_retained",
+        "client_name",
+        "client_version",
+        "created_at",
+        "get_channel",
+        "id",
+        "in_flight",
+        "last_active",
+        "log_level",
+        "notifier",
+        "pending",
+        "protocol_version",
+        "retained_values",
+    )
 
     def __init__(self, session_id: str, protocol_version: str, client_info: Any,
                  capabilities: Any, retained_values: int) -> None:

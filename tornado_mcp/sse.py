@@ -13,6 +13,7 @@ All methods must be called on the IOLoop's thread.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import deque
 from collections.abc import Callable
@@ -138,10 +139,8 @@ class SSEChannel:
         if self.closed:
             return
         self._mark_closed()
-        try:
+        with contextlib.suppress(Exception):
             self.handler.finish()
-        except Exception:
-            pass
 
     def _mark_closed(self) -> None:
         self.closed = True

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import logging
 import threading
 import time
@@ -153,7 +154,9 @@ class Transport:
     def _session_notify(self, session: Session, method: str,
                         params: dict[str, Any] | None) -> bool:
         if threading.get_ident() != self._loop_thread:
-            return self._on_loop(lambda: self._session_notify(session, method, params))
+            def later() -> None:
+                self._session_notify(session, method, params)
+            return self._on_loop(later)
         if method in LISTEN_METHODS:
             self.hub.publish(method, params)
         channel = session.get_channel
@@ -294,7 +297,7 @@ def _header_matches(header: str, value: Any) -> bool:
             return float(header) == float(value)
         except ValueError:
             return False
-    return header == value
+    return bool(header == value)
 
 
 @tornado.web.stream_request_body
@@ -356,10 +359,8 @@ class MCPHandler(tornado.web.RequestHandler):
     async def _refuse_now(self, reply: _Reply) -> None:
         """Answer before the body is read, then drop the connection so it never is."""
         self._write_reply(reply, close=True)
-        try:
+        with contextlib.suppress(StreamClosedError):
             await self.flush()
-        except StreamClosedError:
-            pass
         self.finish()
         if self.request.connection is not None:
             self.request.connection.close()  # type: ignore[attr-defined]
@@ -548,20 +549,19 @@ class MCPHandler(tornado.web.RequestHandler):
         era = "legacy"
         if not legacy_served:
             era = "modern"
-        elif header and header not in LEGACY_VERSIONS:
-            if header not in MODERN_VERSIONS or (modern_served and not has_session):
-                era = "sniff" if header in MODERN_VERSIONS else "modern"
+        elif header and header not in LEGACY_VERSIONS and (
+                header not in MODERN_VERSIONS or (modern_served and not has_session)):
+            era = "sniff" if header in MODERN_VERSIONS else "modern"
         json_only = era == "legacy" and opts.json_response
         accept = self.request.headers.get("Accept")
         if json_only:
             if not _accepts(accept, "application/json"):
                 raise _Reply(406, INVALID_REQUEST,
                              "Not Acceptable: Accept header must include application/json")
-        elif not _accepts(accept, "application/json", "text/event-stream"):
-            if not (opts.json_response and era == "sniff"
-                    and _accepts(accept, "application/json")):
-                raise _Reply(406, INVALID_REQUEST, "Not Acceptable: Accept header must include "
-                                                   "application/json and text/event-stream")
+        elif not _accepts(accept, "application/json", "text/event-stream") and not (
+                opts.json_response and era == "sniff" and _accepts(accept, "application/json")):
+            raise _Reply(406, INVALID_REQUEST, "Not Acceptable: Accept header must include "
+                                               "application/json and text/event-stream")
         ctype = (self.request.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
         if ctype != "application/json":
             raise _Reply(415, INVALID_REQUEST,
@@ -603,7 +603,7 @@ class MCPHandler(tornado.web.RequestHandler):
                          "Header mismatch: MCP-Protocol-Version header is missing or legacy "
                          "while the body carries the modern _meta envelope", request_id)
         if method == "initialize":
-            await self._initialize(message, body)
+            await self._handle_initialize(message, body)
             return
         if method == "server/discover" and "Mcp-Session-Id" not in self.request.headers:
             await self._run_request(message, None, json_only=True)
@@ -666,7 +666,7 @@ class MCPHandler(tornado.web.RequestHandler):
             if ctx is not None:
                 ctx.cancel()
 
-    async def _initialize(self, message: dict[str, Any], body: bytes) -> None:
+    async def _handle_initialize(self, message: dict[str, Any], body: bytes) -> None:
         t = self.transport
         opts = t.options
         request_id = message.get("id")
@@ -707,6 +707,7 @@ class MCPHandler(tornado.web.RequestHandler):
         if opts.stateless:
             self._send_json(200, result)
             return
+        assert isinstance(params, dict)  # the schema above guarantees it
         session = Session(t.sessions.new_id(), version, params.get("clientInfo"),
                           params.get("capabilities"), jsonio.count_values(params))
         if not t.sessions.admit(session):
@@ -936,7 +937,7 @@ class MCPHandler(tornado.web.RequestHandler):
             await self._listen(message, params, envelope)
             return
         try:
-            t.server.check_method(method, modern=True)
+            t.server.check_method(str(method), modern=True)
         except MCPError as exc:
             raise _Reply(404, exc.code, exc.message, request_id) from None
         self._on_close = self.cancel_request
