@@ -1,0 +1,67 @@
+"""An existing Tornado application that mounts MCP at /mcp in a few lines.
+
+    python examples/embed_in_app.py --port 8888
+
+The app keeps its own routes (``/`` and ``/api/greeting``); the MCP endpoint shares its
+IOLoop, its server and its port.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from pathlib import Path
+
+import tornado.web
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tornado_mcp import Server, Transport
+
+GREETINGS = {"en": "Hello", "fr": "Bonjour", "de": "Hallo"}
+
+
+class HomeHandler(tornado.web.RequestHandler):
+    def get(self) -> None:
+        self.write("This app also speaks MCP at /mcp.\n")
+
+
+class GreetingHandler(tornado.web.RequestHandler):
+    def get(self) -> None:
+        lang = self.get_argument("lang", "en")
+        self.write({"greeting": GREETINGS.get(lang, GREETINGS["en"])})
+
+
+# --- the MCP part: a server, one tool, one transport --------------------------------------
+mcp = Server("greeter", version="1.0.0")
+
+
+@mcp.tool()
+def greet(name: str, lang: str = "en") -> str:
+    """Greet someone in a language (en, fr, de)."""
+    return f"{GREETINGS.get(lang, GREETINGS['en'])}, {name}!"
+
+
+async def main(port: int) -> None:
+    transport = Transport(mcp, max_sessions=1000)
+    app = tornado.web.Application([
+        (r"/", HomeHandler),
+        (r"/api/greeting", GreetingHandler),
+        *transport.routes("/mcp"),  # <- the one line that mounts MCP
+    ])
+    server = app.listen(port, address="127.0.0.1")
+    print(f"app: http://127.0.0.1:{port}/  MCP: http://127.0.0.1:{port}/mcp", flush=True)
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        asyncio.get_running_loop().add_signal_handler(sig, stop.set)
+    await stop.wait()
+    server.stop()
+    await transport.close()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=8888)
+    asyncio.run(main(parser.parse_args().port))
