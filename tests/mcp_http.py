@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import tornado.httpserver
-import tornado.web
 import tornado.netutil
+import tornado.web
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest, HTTPResponse
 
 from tornado_mcp import Server, Transport
@@ -65,6 +65,11 @@ class Reply:
 
 class Running:
     """A running server: its URL, transport, and a small raw client."""
+
+    @classmethod
+    def remote(cls, port: int) -> Running:
+        """A client for a server running elsewhere (e.g. a subprocess) on ``port``."""
+        return cls(Server("remote"), None, port)  # type: ignore[arg-type]
 
     def __init__(self, server: Server, transport: Transport, port: int) -> None:
         self.server = server
@@ -280,3 +285,96 @@ async def running(server: Server, *, transport: Transport | None = None,
         await asyncio.wait_for(t.close(), TIMEOUT)
         await asyncio.wait_for(http.close_all_connections(), TIMEOUT)
 
+
+
+# -- helpers added for the modern, listen and bounds suites (additive) -----------------------
+
+@dataclass
+class RawReply:
+    """A response read off a raw socket: status, headers as sent (name case kept), body."""
+
+    status: int
+    header_lines: list[tuple[str, str]]
+    body: bytes
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+    def header(self, name: str) -> str | None:
+        for k, v in self.header_lines:
+            if k.lower() == name.lower():
+                return v
+        return None
+
+
+async def raw_exchange(port: int, method: str, body: bytes,
+                       header_lines: list[tuple[str, str]],
+                       timeout: float = TIMEOUT) -> RawReply:
+    """One HTTP/1.1 request written byte for byte: header names keep their case and a
+    name may repeat (clients like AsyncHTTPClient normalise both away).  The response must
+    carry Content-Length (every JSON reply does)."""
+    async def exchange() -> RawReply:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            lines = [f"{method} /mcp HTTP/1.1", f"Host: 127.0.0.1:{port}",
+                     f"Content-Length: {len(body)}", "Connection: close"]
+            lines += [f"{k}: {v}" for k, v in header_lines]
+            writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
+            await writer.drain()
+            status = int((await reader.readline()).split()[1])
+            headers: list[tuple[str, str]] = []
+            while True:
+                line = (await reader.readline()).decode("latin-1")
+                if line in ("\r\n", "\n", ""):
+                    break
+                k, v = line.split(":", 1)
+                headers.append((k.strip(), v.strip()))
+            length = next((int(v) for k, v in headers if k.lower() == "content-length"), 0)
+            return RawReply(status, headers, await reader.readexactly(length))
+        finally:
+            writer.close()
+    return await asyncio.wait_for(exchange(), timeout)
+
+
+def modern_header_lines(method: str, name: str | None = None,
+                        version: str = MODERN) -> list[tuple[str, str]]:
+    """The usual headers of a 2026-07-28 POST, as (name, value) lines for raw_exchange."""
+    lines = [("Content-Type", "application/json"),
+             ("Accept", "application/json, text/event-stream"),
+             ("MCP-Protocol-Version", version), ("Mcp-Method", method)]
+    if name is not None:
+        lines.append(("Mcp-Name", name))
+    return lines
+
+
+def modern_body(method: str, params: dict[str, Any] | None = None, request_id: Any = 1,
+                meta: dict[str, Any] | None = None) -> bytes:
+    """A 2026-07-28 request body with the usual ``_meta`` envelope (unless ``params`` has one)."""
+    p = dict(params or {})
+    p.setdefault("_meta", meta if meta is not None else modern_meta())
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method,
+                       "params": p}).encode()
+
+
+async def wait_until(predicate: Callable[[], bool], timeout: float = TIMEOUT,
+                     interval: float = 0.01) -> None:
+    """Poll ``predicate`` until it holds (for state with no event to await); fail after
+    ``timeout``."""
+    async def loop() -> None:
+        while not predicate():
+            await asyncio.sleep(interval)
+    await asyncio.wait_for(loop(), timeout)
+
+
+def conformance_server() -> Server:
+    """A fresh ``examples/conformance_server.py`` ``build_server()``."""
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parent.parent / "examples" / "conformance_server.py"
+    spec = importlib.util.spec_from_file_location("conformance_server_example", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    server: Server = module.build_server()
+    return server

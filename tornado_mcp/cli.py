@@ -34,6 +34,9 @@ def add_option_flags(parser: argparse.ArgumentParser) -> None:
                         help="dashboard token (a random one is printed when omitted)")
     parser.add_argument("--no-admin", action="store_true", help="do not mount the dashboard")
     parser.add_argument("--log-level", default="info")
+    parser.add_argument("--redis-url", default=None,
+                        help="share notifications with other processes through this Redis "
+                             "(e.g. redis://127.0.0.1:6379/0); one process needs none")
     group = parser.add_argument_group("transport options ('none' removes a bound)")
     for spec in OPTION_SPECS:
         default = spec.default
@@ -65,6 +68,11 @@ def serve(server: Server, args: argparse.Namespace,
 
 async def _serve(server: Server, options: TransportOptions, args: argparse.Namespace,
                  extra_routes: Callable[[Transport], list[Any]] | None) -> None:
+    bus = None
+    if args.redis_url:
+        from .scaleout import RedisBus
+        bus = RedisBus(server, args.redis_url)
+        await bus.start()
     transport = Transport(server, options=options)
     routes: list[Any] = [*transport.routes(args.path)]
     if extra_routes is not None:
@@ -97,6 +105,8 @@ async def _serve(server: Server, options: TransportOptions, args: argparse.Names
     log.info("shutting down")
     http.stop()
     await transport.close()
+    if bus is not None:
+        await bus.close()
     await http.close_all_connections()
 
 

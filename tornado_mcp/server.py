@@ -123,6 +123,7 @@ class Server:
         self._unsubscribe: HandlerSpec | None = None
         self._methods: dict[str, HandlerSpec] = {}
         self._sinks: list[NotificationSink] = []
+        self._relays: list[NotificationSink] = []
         self._sinks_lock = threading.Lock()
         self._cache: dict[str, list[dict[str, Any]]] = {}
 
@@ -342,24 +343,52 @@ class Server:
             if sink in self._sinks:
                 self._sinks.remove(sink)
 
-    def _publish(self, method: str, params: dict[str, Any] | None = None) -> None:
+    def add_relay(self, relay: NotificationSink) -> None:
+        """Register a relay (e.g. :class:`~tornado_mcp.scaleout.RedisBus`): it receives every
+        notification that originates in this process, to share it with other processes."""
+        with self._sinks_lock:
+            self._relays.append(relay)
+
+    def remove_relay(self, relay: NotificationSink) -> None:
+        with self._sinks_lock:
+            if relay in self._relays:
+                self._relays.remove(relay)
+
+    def publish(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Deliver a notification to this process's transports and to the relays."""
+        self.deliver_local(method, params)
+        self.relay(method, params)
+
+    def deliver_local(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Deliver a server-wide notification to this process's transports only."""
         with self._sinks_lock:
             sinks = list(self._sinks)
-        for sink in sinks:
+        self._fan_out(sinks, method, params)
+
+    def relay(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Hand a locally originated notification to the relays (other processes)."""
+        with self._sinks_lock:
+            relays = list(self._relays)
+        self._fan_out(relays, method, params)
+
+    @staticmethod
+    def _fan_out(targets: list[NotificationSink], method: str,
+                 params: dict[str, Any] | None) -> None:
+        for target in targets:
             try:
-                sink.publish(method, params)
+                target.publish(method, params)
             except Exception:
-                log.exception("notification sink failed for %s", method)
+                log.exception("notification delivery failed for %s", method)
 
     def notify_tools_list_changed(self) -> None:
         """Tell every session's GET stream and every opted-in listen stream. Thread-safe."""
-        self._publish("notifications/tools/list_changed")
+        self.publish("notifications/tools/list_changed")
 
     def notify_prompts_list_changed(self) -> None:
-        self._publish("notifications/prompts/list_changed")
+        self.publish("notifications/prompts/list_changed")
 
     def notify_resources_list_changed(self) -> None:
-        self._publish("notifications/resources/list_changed")
+        self.publish("notifications/resources/list_changed")
 
     def notify_resources_updated(self, uri: str) -> None:
         """Tell the listen streams subscribed to ``uri`` that it changed.
@@ -367,7 +396,7 @@ class Server:
         Legacy sessions subscribe through your ``on_subscribe`` handler, so the library
         does not know them: call ``session.notify_resources_updated(uri)`` for those.
         """
-        self._publish("notifications/resources/updated", {"uri": uri})
+        self.publish("notifications/resources/updated", {"uri": uri})
 
     # -- lifecycle -------------------------------------------------------------------------
     def negotiate_version(self, requested: Any, served: Iterable[str]) -> str:

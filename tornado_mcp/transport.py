@@ -157,8 +157,11 @@ class Transport:
             def later() -> None:
                 self._session_notify(session, method, params)
             return self._on_loop(later)
-        if method in LISTEN_METHODS:
-            self.hub.publish(method, params)
+        if method in LIST_CHANGED:  # server-wide by nature: every session gets it once
+            self.server.publish(method, params)
+            return True
+        if method in LISTEN_METHODS:  # listen streams in every transport and process
+            self.server.publish(method, params)
         channel = session.get_channel
         if channel is None:
             return False
@@ -887,7 +890,7 @@ class MCPHandler(tornado.web.RequestHandler):
         if session is not None and session.get_channel is not None:
             t._session_notify(session, "notifications/resources/updated", params)
             return
-        t.hub.publish("notifications/resources/updated", params)
+        t.server.publish("notifications/resources/updated", params)
         if session is not None:
             self.emit({"jsonrpc": "2.0", "method": "notifications/resources/updated",
                        "params": params})
