@@ -376,6 +376,10 @@ class MCPHandler(tornado.web.RequestHandler):
     def on_finish(self) -> None:
         self.transport._handlers.discard(self)
 
+    def _drop_stream(self) -> None:
+        if self._channel is not None:
+            self._channel.abort()
+
     def cancel_request(self) -> None:
         if self._ctx is not None:
             self._ctx.cancel()
@@ -761,6 +765,10 @@ class MCPHandler(tornado.web.RequestHandler):
     async def _run_request(self, message: dict[str, Any], session: Session | None,
                            json_only: bool, envelope: dict[str, Any] | None = None) -> None:
         self._json_only = json_only
+        if self._on_close is None:
+            # Legacy era: a disconnect is not a cancellation (clients send
+            # notifications/cancelled), but the stream and its queue are freed at once.
+            self._on_close = self._drop_stream
         response = await self._dispatch(message, session, envelope, modern=envelope is not None)
         if self._finished:
             return
