@@ -630,7 +630,8 @@ class MCPHandler(tornado.web.RequestHandler):
                     fut.set_result(message)
             self._accepted()
         elif kind == "request":
-            if session is not None and request_id in session.in_flight:
+            if session is not None and _valid_id(request_id) and \
+                    request_id in session.in_flight:
                 raise _Reply(409, INVALID_REQUEST,
                              "Conflict: Request id is already in flight for this session",
                              request_id)
@@ -669,7 +670,8 @@ class MCPHandler(tornado.web.RequestHandler):
     def _client_notification(self, method: Any, params: Any, session: Session | None) -> None:
         if method == "notifications/cancelled" and session is not None and \
                 isinstance(params, dict):
-            ctx = session.in_flight.get(params.get("requestId"))
+            request_id = params.get("requestId")
+            ctx = session.in_flight.get(request_id) if _valid_id(request_id) else None
             if ctx is not None:
                 ctx.cancel()
 
