@@ -196,7 +196,10 @@ class Transport:
             return False
         self.hub.remove(stream)
         stream.channel.close(stream.final_result())
-        await asyncio.wait_for(asyncio.shield(stream.channel.done), 5.0)
+        try:
+            await asyncio.wait_for(asyncio.shield(stream.channel.done), 5.0)
+        except TimeoutError:
+            stream.channel.abort()  # the peer is not reading: drop it
         return True
 
     async def close(self, timeout: float = 5.0) -> None:
@@ -502,8 +505,10 @@ class MCPHandler(tornado.web.RequestHandler):
             if not self._finished:
                 self._write_reply(reply)
                 self.finish()
-        except StreamClosedError:
-            pass
+        except (StreamClosedError, asyncio.CancelledError):
+            # The peer went away, or the loop is shutting down under us.
+            if self._channel is not None:
+                self._channel.abort()
         except Exception:
             log.exception("unexpected error serving %s", self.request.method)
             if not self._finished and not self._headers_written:

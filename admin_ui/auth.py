@@ -1,0 +1,92 @@
+"""Who may use the dashboard: one shared token, checked in constant time.
+
+The embedding application chooses the token (the demo prints a random one).  It is proved
+in one of two ways:
+
+* **Bearer header** -- ``Authorization: Bearer <token>`` on every request.  Meant for
+  scripts and Prometheus.  A browser never adds this header by itself, so a request that
+  carries it cannot have been forged by another site, and it is exempt from the XSRF check.
+* **Login cookie** -- a browser posts the token once to the login page and receives a
+  signed, HttpOnly, ``SameSite=Strict`` cookie.  Cookies *are* sent cross-site, so every
+  state-changing request made with one must also carry Tornado's XSRF token.
+
+The cookie is signed with :func:`tornado.web.create_signed_value` using a secret that each
+:class:`Gatekeeper` draws at random, so the dashboard works whether or not the application
+has a ``cookie_secret``, and a restart (or a new mount) signs every browser out.
+"""
+
+from __future__ import annotations
+
+import hmac
+import re
+import secrets
+from dataclasses import dataclass
+
+from tornado.web import create_signed_value, decode_signed_value
+
+#: Name of the signed login cookie (one per mount, scoped to the mount's path).
+COOKIE_NAME = "tornado_mcp_admin"
+#: How long a login lasts before the browser must sign in again.
+COOKIE_MAX_AGE_DAYS = 1
+#: Operator names (for the audit log) are cut to this and to harmless characters.
+_NAME_RE = re.compile(r"[^A-Za-z0-9_.@+-]")
+
+
+@dataclass(frozen=True)
+class Identity:
+    """An authenticated caller.
+
+    ``via`` is ``"bearer"`` or ``"cookie"``; ``name`` is what the operator typed at login
+    (or ``"api"`` for bearer callers).  :attr:`actor` is what the limits log records.
+    """
+
+    name: str
+    via: str
+
+    @property
+    def actor(self) -> str:
+        return f"admin:{self.name}"
+
+
+def clean_name(raw: str | None) -> str:
+    """Reduce a login name to something safe to log: ``"Alice Smith"`` -> ``"AliceSmith"``."""
+    name = _NAME_RE.sub("", (raw or "").strip())[:40]
+    return name or "operator"
+
+
+class Gatekeeper:
+    """Checks tokens and signs and reads login cookies for one dashboard mount."""
+
+    def __init__(self, token: str) -> None:
+        if not isinstance(token, str) or not token:
+            raise ValueError("admin_ui needs a non-empty token: the dashboard is never anonymous")
+        self._token = token.encode("utf-8")
+        self._secret = secrets.token_bytes(32)
+
+    def token_matches(self, candidate: str | None) -> bool:
+        """Compare ``candidate`` with the token in constant time (``hmac.compare_digest``)."""
+        if candidate is None:
+            return False
+        return hmac.compare_digest(candidate.encode("utf-8"), self._token)
+
+    def bearer(self, authorization: str | None) -> str | None:
+        """The token in an ``Authorization: Bearer ...`` header, or ``None`` if there is none."""
+        if not authorization:
+            return None
+        scheme, _, value = authorization.strip().partition(" ")
+        if scheme.lower() != "bearer":
+            return None
+        return value.strip()
+
+    def sign(self, name: str) -> bytes:
+        """The cookie value that proves ``name`` logged in."""
+        return create_signed_value(self._secret, COOKIE_NAME, clean_name(name))
+
+    def read(self, cookie: str | None) -> str | None:
+        """The operator name in a valid, unexpired cookie; ``None`` for anything else."""
+        if not cookie:
+            return None
+        value = decode_signed_value(
+            self._secret, COOKIE_NAME, cookie, max_age_days=COOKIE_MAX_AGE_DAYS
+        )
+        return value.decode("utf-8") if value else None

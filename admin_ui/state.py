@@ -1,0 +1,99 @@
+"""Everything one dashboard mount shares between its handlers.
+
+:class:`AdminState` is built once by :func:`admin_ui.routes` and handed to every handler
+through Tornado's ``initialize`` keyword arguments.  It holds the transport, the
+:class:`~admin_ui.auth.Gatekeeper`, the plot :class:`~admin_ui.history.History`, the
+Jinja2 environment and a short log of what operators (and code) changed.
+
+The dashboard talks to the transport only through :class:`TransportLike`: the handful of
+public methods listed there, and nothing private.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Awaitable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import jinja2
+from tornado.web import StaticFileHandler
+
+from tornado_mcp.introspection import Snapshot
+from tornado_mcp.options import TransportOptions
+
+from .auth import Gatekeeper
+from .history import History, ProcessProbe
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+TEMPLATE_DIR = PACKAGE_DIR / "templates"
+STATIC_DIR = PACKAGE_DIR / "static"
+
+#: How many entries the "Recent changes" panel keeps.
+EVENT_LOG_SIZE = 100
+
+
+class TransportLike(Protocol):
+    """The part of :class:`tornado_mcp.Transport` the dashboard reads and drives."""
+
+    @property
+    def options(self) -> TransportOptions: ...
+
+    def snapshot(
+        self, sessions: bool = True, streams: bool = True, stream_uris: bool = False
+    ) -> Snapshot: ...
+
+    def end_session(self, session_id: str) -> bool: ...
+
+    def close_stream(self, stream_id: str) -> Awaitable[bool]: ...
+
+
+@dataclass(frozen=True)
+class Event:
+    """One entry of the audit trail shown on the page (the log has them too)."""
+
+    t: float
+    actor: str
+    action: str  # "limits", "end_session" or "close_stream"
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class AdminState:
+    """Shared, per-mount state of the dashboard."""
+
+    def __init__(
+        self, transport: TransportLike, prefix: str, token: str, read_only: bool
+    ) -> None:
+        self.transport = transport
+        self.prefix = prefix
+        self.read_only = read_only
+        self.gatekeeper = Gatekeeper(token)
+        self.probe = ProcessProbe()
+        self.history = History(
+            lambda: transport.snapshot(sessions=False, streams=False), self.probe
+        )
+        self.events: deque[Event] = deque(maxlen=EVENT_LOG_SIZE)
+        self.templates = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
+            autoescape=jinja2.select_autoescape(default=True),
+            undefined=jinja2.StrictUndefined,
+        )
+        # Limit changes are recorded however they were made: this page, the API, or code.
+        transport.options.subscribe(self._on_limits_changed)
+
+    def _on_limits_changed(self, diff: dict[str, tuple[Any, Any]], actor: str) -> None:
+        changes = {k: {"old": old, "new": new} for k, (old, new) in diff.items()}
+        self.record(actor, "limits", changes)
+
+    def record(self, actor: str, action: str, detail: dict[str, Any]) -> None:
+        self.events.append(Event(time.time(), actor, action, detail))
+
+    def static_url(self, name: str) -> str:
+        """URL of a file in ``admin_ui/static`` with a content hash, so caches stay fresh."""
+        version = StaticFileHandler.get_version({"static_path": str(STATIC_DIR)}, name)
+        return f"{self.prefix}/static/{name}?v={version}"
