@@ -315,11 +315,12 @@ def build_server() -> Server:
     @server.tool(description="Marks a resource as changed, notifying every subscriber")
     def touch_resource(uri: str, ctx: Context) -> str:
         sessions = list(subscribers.get(uri, ()))
-        for session in sessions:
+        for session in sessions:  # their GET streams only
             if session is not ctx.session:
-                session.notify_resources_updated(uri)
+                session.send_notification("notifications/resources/updated", {"uri": uri})
         if ctx.session is not None and ctx.session in sessions:
-            ctx.notify_resources_updated(uri)  # the caller's GET stream, or this response
+            # The caller's GET stream (or this response), and every listen stream, once.
+            ctx.notify_resources_updated(uri)
         else:
             server.notify_resources_updated(uri)  # 2026-07-28 listen streams
         return f"Touched {uri}"

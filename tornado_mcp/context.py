@@ -58,6 +58,7 @@ class Context:
         "params",
         "progress_token",
         "request_id",
+        "served_versions",
         "server",
         "session",
         "task",
@@ -66,7 +67,8 @@ class Context:
     def __init__(self, server: Server, method: str, params: dict[str, Any],
                  request_id: Any, channel: RequestChannel | None, *,
                  session: Session | None = None, envelope: dict[str, Any] | None = None,
-                 listen_served: bool = True) -> None:
+                 listen_served: bool = True,
+                 served_versions: tuple[str, ...] | None = None) -> None:
         self.server = server
         self.method = method
         self.params = params
@@ -75,6 +77,8 @@ class Context:
         self.envelope = envelope  # the validated 2026-07-28 ``_meta`` envelope, if modern
         self.modern = envelope is not None
         self.listen_served = listen_served
+        #: The protocol versions the transport serves (``server/discover`` lists these).
+        self.served_versions = served_versions
         self._channel = channel
         self._cancelled = False
         self._state_data: Any = None

@@ -33,6 +33,15 @@ class StrictDict(fields.Dict):
     """A JSON object (``dict``), nothing else; ``null`` only where allowed."""
 
 
+class StrictBoolean(fields.Boolean):
+    """``true`` or ``false``; not 1, 0 or strings."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> bool:
+        if not isinstance(value, bool):
+            raise ValidationError("Not a valid boolean.")
+        return value
+
+
 class ImplementationSchema(_Open):
     name = fields.String(required=True)
     version = fields.String(required=True)
@@ -58,9 +67,9 @@ class EnvelopeSchema(_Open):
 class SubscriptionFilterSchema(_Open):
     """``params.notifications`` of ``subscriptions/listen``."""
 
-    toolsListChanged = fields.Boolean(truthy={True}, falsy={False})
-    promptsListChanged = fields.Boolean(truthy={True}, falsy={False})
-    resourcesListChanged = fields.Boolean(truthy={True}, falsy={False})
+    toolsListChanged = StrictBoolean()
+    promptsListChanged = StrictBoolean()
+    resourcesListChanged = StrictBoolean()
     resourceSubscriptions = fields.List(fields.String(), allow_none=False)
 
 

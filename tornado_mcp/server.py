@@ -484,7 +484,8 @@ class Server:
         return {}
 
     async def _discover(self, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-        result = self.discover_result(MODERN_VERSIONS, ctx.listen_served)
+        served = ctx.served_versions if ctx.served_versions is not None else MODERN_VERSIONS
+        result = self.discover_result(served, ctx.listen_served)
         result["resultType"] = "complete"
         result["ttlMs"] = self.ttl_ms
         result["cacheScope"] = self.cache_scope

@@ -60,7 +60,7 @@ class Session:
         self.get_channel: SSEChannel | None = None
         self.in_flight: dict[Any, Context] = {}
         self.pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
-        self.notifier: Callable[[Session, str, dict[str, Any] | None], bool] | None = None
+        self.notifier: Callable[[Session, str, dict[str, Any] | None, bool], bool] | None = None
 
     @property
     def retained_bytes(self) -> int:
@@ -85,14 +85,26 @@ class Session:
             return 0.0
         return now - self.last_active
 
-    def notify(self, method: str, params: dict[str, Any] | None = None) -> bool:
-        """Send a session-scoped notification on this session's GET stream (thread-safe)."""
-        return self.notifier(self, method, params) if self.notifier is not None else False
+    def send_notification(self, method: str, params: dict[str, Any] | None = None) -> bool:
+        """Send a notification on this session's GET stream only (thread-safe).
+
+        False when the session has no GET stream (or has ended).
+        """
+        if self.notifier is None:
+            return False
+        return self.notifier(self, method, params, False)
 
     def notify_resources_updated(self, uri: str) -> bool:
-        """Send ``notifications/resources/updated`` on this session's GET stream, and to the
-        listen streams subscribed to ``uri``."""
-        return self.notify("notifications/resources/updated", {"uri": uri})
+        """Tell this session that ``uri`` changed (on its GET stream), and the listen
+        streams subscribed to ``uri`` in every transport and process (thread-safe).
+
+        To notify several sessions of one change without telling listen streams once per
+        session, call :meth:`send_notification` for each and
+        :meth:`Server.notify_resources_updated` once.
+        """
+        if self.notifier is None:
+            return False
+        return self.notifier(self, "notifications/resources/updated", {"uri": uri}, True)
 
 
 class SessionStore:

@@ -152,15 +152,12 @@ class Transport:
         return delivered
 
     def _session_notify(self, session: Session, method: str,
-                        params: dict[str, Any] | None) -> bool:
+                        params: dict[str, Any] | None, fan_out: bool) -> bool:
         if threading.get_ident() != self._loop_thread:
             def later() -> None:
-                self._session_notify(session, method, params)
+                self._session_notify(session, method, params, fan_out)
             return self._on_loop(later)
-        if method in LIST_CHANGED:  # server-wide by nature: every session gets it once
-            self.server.publish(method, params)
-            return True
-        if method in LISTEN_METHODS:  # listen streams in every transport and process
+        if fan_out and method in LISTEN_METHODS:  # listen streams everywhere, once
             self.server.publish(method, params)
         channel = session.get_channel
         if channel is None:
@@ -607,6 +604,10 @@ class MCPHandler(tornado.web.RequestHandler):
         params = message.get("params")
         meta = params.get("_meta") if isinstance(params, dict) else None
         if isinstance(meta, dict) and META_VERSION in meta:
+            if header in MODERN_VERSIONS and "Mcp-Session-Id" not in self.request.headers:
+                raise _Reply(400, INVALID_REQUEST,
+                             "Bad Request: this endpoint does not serve protocol "
+                             f"{header}; open a session with `initialize`", request_id)
             if header in MODERN_VERSIONS:
                 raise _Reply(400, INVALID_REQUEST,
                              "Invalid Request: the session already negotiated the legacy "
@@ -816,7 +817,8 @@ class MCPHandler(tornado.web.RequestHandler):
                                                  and not isinstance(params, dict)):
             return self._error_body(_safe_id(request_id), INVALID_REQUEST, "Invalid Request")
         ctx = Context(t.server, method, params or {}, request_id, self, session=session,
-                      envelope=envelope, listen_served=t.options.serve_subscriptions_listen)
+                      envelope=envelope, listen_served=t.options.serve_subscriptions_listen,
+                      served_versions=t.options.protocol_versions)
         self._ctx = ctx
         if session is not None:
             session.in_flight[request_id] = ctx
@@ -903,7 +905,7 @@ class MCPHandler(tornado.web.RequestHandler):
         params = {"uri": uri}
         session = ctx.session if ctx is not None else None
         if session is not None and session.get_channel is not None:
-            t._session_notify(session, "notifications/resources/updated", params)
+            t._session_notify(session, "notifications/resources/updated", params, True)
             return
         t.server.publish("notifications/resources/updated", params)
         if session is not None:

@@ -1,0 +1,722 @@
+"""Notifications and subscriptions (issue 4), over real HTTP.
+
+``subscriptions/listen`` streams (2026-07-28): the filter, the honored subset, the
+acknowledgement first, ``subscriptionId`` on every frame, delivery from every source, the
+stream cap, keepalives, disconnects, graceful close, ``serve_subscriptions_listen`` and slow
+consumers.  And the legacy era's ``resources/subscribe`` handlers and GET-stream delivery.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from mcp_http import (
+    MODERN,
+    TIMEOUT,
+    Reply,
+    Running,
+    Stream,
+    conformance_server,
+    modern_meta,
+    running,
+    wait_until,
+)
+
+from tornado_mcp import Context, Server
+
+ACK = "notifications/subscriptions/acknowledged"
+SUB_ID = "io.modelcontextprotocol/subscriptionId"
+TOOLS_CHANGED = "notifications/tools/list_changed"
+PROMPTS_CHANGED = "notifications/prompts/list_changed"
+RESOURCES_CHANGED = "notifications/resources/list_changed"
+UPDATED = "notifications/resources/updated"
+WATCHED = "test://watched-resource"
+ALL_FLAGS = {"toolsListChanged": True, "promptsListChanged": True,
+             "resourcesListChanged": True}
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+async def srv() -> AsyncIterator[Running]:
+    async with running(conformance_server()) as s:
+        yield s
+
+
+def full_server(name: str = "full") -> Server:
+    """Every list-changed flag and resources.subscribe declared explicitly."""
+    return Server(name, capabilities={"tools": {"listChanged": True},
+                                      "prompts": {"listChanged": True},
+                                      "resources": {"listChanged": True, "subscribe": True}})
+
+
+def methods(stream: Stream) -> list[str | None]:
+    return [m.get("method") for m in stream.messages]
+
+
+def ack_of(stream: Stream) -> dict[str, Any]:
+    first = stream.messages[0]
+    assert first["method"] == ACK, stream.messages
+    params: dict[str, Any] = first["params"]
+    return params
+
+
+async def acked(srv: Running, notifications: dict[str, Any],
+                request_id: Any = "listen-1") -> Stream:
+    stream = await srv.listen(notifications, request_id)
+    assert stream.status == 200, stream.raw
+    assert stream.headers.get("Content-Type", "").startswith("text/event-stream")
+    await stream.wait_messages(1)
+    ack_of(stream)
+    return stream
+
+
+def stream_id(srv: Running, subscription_id: Any) -> str:
+    ids = [s.id for s in srv.transport.snapshot().streams
+           if s.subscription_id == subscription_id]
+    assert len(ids) == 1, ids
+    return ids[0]
+
+
+async def finish(srv: Running, stream: Stream, subscription_id: Any) -> list[dict[str, Any]]:
+    """Close ``stream`` gracefully (a barrier: everything published before it arrives
+    first) and return what it received, without the acknowledgement and the final result."""
+    assert await srv.transport.close_stream(stream_id(srv, subscription_id))
+    await stream.wait_closed()
+    final = stream.messages[-1]
+    assert final == {"jsonrpc": "2.0", "id": subscription_id,
+                     "result": {"resultType": "complete",
+                                "_meta": {SUB_ID: subscription_id}}}, stream.messages
+    return stream.messages[1:-1]
+
+
+def listen_error(reply: Reply) -> dict[str, Any]:
+    assert reply.content_type.startswith("application/json"), reply.headers
+    err: dict[str, Any] = reply.json["error"]
+    return err
+
+
+# -- the filter -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("notifications", ["tools", 1, ["toolsListChanged"], None],
+                         ids=["string", "number", "array", "null"])
+async def test_filter_must_be_an_object(srv: Running, notifications: Any) -> None:
+    r = await srv.modern("subscriptions/listen", {"notifications": notifications},
+                         request_id="L")
+    assert r.status == 400
+    err = listen_error(r)
+    assert err["code"] == -32602
+    assert "notifications" in err["message"]
+    assert r.json["id"] == "L"
+    assert len(srv.transport.hub) == 0
+
+
+async def test_filter_missing_is_refused(srv: Running) -> None:
+    r = await srv.modern("subscriptions/listen", {}, request_id="L")
+    assert r.status == 400 and listen_error(r)["code"] == -32602
+
+
+@pytest.mark.parametrize("flag_value", ["yes", None, {}, 1, 0],
+                         ids=["string", "null", "object", "one", "zero"])
+async def test_filter_flags_must_be_booleans(srv: Running, flag_value: Any) -> None:
+    r = await srv.modern("subscriptions/listen",
+                         {"notifications": {"toolsListChanged": flag_value}})
+    assert r.status == 400 and listen_error(r)["code"] == -32602
+    assert len(srv.transport.hub) == 0
+
+
+async def test_listen_requires_the_envelope(srv: Running) -> None:
+    r = await srv.modern("subscriptions/listen", {"notifications": {}},
+                         meta={"io.modelcontextprotocol/protocolVersion": MODERN})
+    assert r.status == 400 and listen_error(r)["code"] == -32602
+    assert len(srv.transport.hub) == 0
+
+
+# -- the honored subset follows the declared capability flags ---------------------------------
+
+async def test_conformance_server_honors_everything(srv: Running) -> None:
+    stream = await acked(srv, {**ALL_FLAGS, "resourceSubscriptions": [WATCHED, "test://b",
+                                                                       WATCHED],
+                               "unknownKey": True})
+    assert ack_of(stream) == {"_meta": {SUB_ID: "listen-1"},
+                              "notifications": {**ALL_FLAGS,
+                                                "resourceSubscriptions": [WATCHED,
+                                                                          "test://b"]}}
+    assert stream.headers.get("X-Accel-Buffering") == "no"
+    assert len(stream.messages) == 1
+
+
+async def test_capability_presence_without_flags_honors_nothing() -> None:
+    server = Server("flags", capabilities={"tools": {}, "prompts": {},
+                                           "resources": {"listChanged": False}})
+    async with running(server) as srv:
+        stream = await acked(srv, {**ALL_FLAGS, "resourceSubscriptions": ["test://a"]})
+        assert ack_of(stream)["notifications"] == {}
+        # An empty honored set still opens the stream, and nothing reaches it.
+        server.notify_tools_list_changed()
+        server.notify_prompts_list_changed()
+        server.notify_resources_list_changed()
+        server.notify_resources_updated("test://a")
+        assert await finish(srv, stream, "listen-1") == []
+
+
+async def test_honored_subset_per_flag() -> None:
+    server = Server("some", capabilities={"tools": {"listChanged": True},
+                                          "prompts": {"listChanged": False},
+                                          "resources": {"listChanged": True}})
+    async with running(server) as srv:
+        stream = await acked(srv, {**ALL_FLAGS, "resourceSubscriptions": ["test://a"]})
+        # No resources.subscribe: URIs are not honored; prompts' flag is false.
+        assert ack_of(stream)["notifications"] == {"toolsListChanged": True,
+                                                   "resourcesListChanged": True}
+        only_tools = await acked(srv, {"toolsListChanged": True, "promptsListChanged": False},
+                                 "listen-2")
+        assert ack_of(only_tools)["notifications"] == {"toolsListChanged": True}
+
+
+async def test_subscribe_flag_alone_honors_uris() -> None:
+    server = Server("subonly", capabilities={"resources": {"subscribe": True}})
+    async with running(server) as srv:
+        stream = await acked(srv, {**ALL_FLAGS, "resourceSubscriptions": ["test://a"]})
+        assert ack_of(stream)["notifications"] == {"resourceSubscriptions": ["test://a"]}
+
+
+async def test_derived_capabilities_do_not_include_subscribe_without_a_handler() -> None:
+    server = Server("derived")
+
+    @server.resource("test://a")
+    def a() -> str:
+        return "a"
+
+    async with running(server) as srv:
+        stream = await acked(srv, {"resourcesListChanged": True,
+                                   "resourceSubscriptions": ["test://a"]})
+        assert ack_of(stream)["notifications"] == {"resourcesListChanged": True}
+
+
+# -- the acknowledgement comes first, even under a burst --------------------------------------
+
+async def test_ack_is_first_under_a_burst_of_concurrent_notifications() -> None:
+    server = full_server()
+    async with running(server) as srv:
+        uri = "test://burst"
+        per_thread = 400
+        started = threading.Event()
+
+        def hammer() -> None:
+            started.set()
+            for i in range(per_thread):
+                server.notify_tools_list_changed()
+                server.notify_resources_updated(uri)
+                if i % 50 == 0:
+                    threading.Event().wait(0.001)  # let the loop breathe; still concurrent
+
+        threads = [threading.Thread(target=hammer, daemon=True) for _ in range(4)]
+        for t in threads:
+            t.start()
+
+        async def on_loop() -> None:
+            for _ in range(per_thread):
+                server.notify_tools_list_changed()
+                server.notify_resources_updated(uri)
+                await asyncio.sleep(0)
+
+        loop_burst = asyncio.ensure_future(on_loop())
+        assert await asyncio.get_running_loop().run_in_executor(None, started.wait, TIMEOUT)
+        ids: list[Any] = [f"s{i}" if i % 2 else i for i in range(24)]
+        streams = await asyncio.gather(*(
+            srv.listen({"toolsListChanged": True, "resourceSubscriptions": [uri]}, i)
+            for i in ids))
+        await asyncio.wait_for(loop_burst, TIMEOUT)
+        for t in threads:
+            await asyncio.get_running_loop().run_in_executor(None, t.join, TIMEOUT)
+        server.notify_tools_list_changed()  # after the burst: every stream gets this one
+        for sid, stream in zip(ids, streams, strict=True):
+            assert stream.status == 200
+            await stream.wait_for(lambda s: s.messages[-1:] != [] and
+                                  s.messages[-1].get("method") == TOOLS_CHANGED
+                                  and len(s.messages) >= 2)
+            assert stream.messages[0]["method"] == ACK, stream.messages[:3]
+            assert stream.messages[0]["params"]["_meta"] == {SUB_ID: sid}
+            assert all(m["method"] != ACK for m in stream.messages[1:])
+            assert all(m["params"]["_meta"] == {SUB_ID: sid} for m in stream.messages)
+        assert srv.transport.refusals["max_stream_queue"] == 0
+        assert len(srv.transport.hub) == len(ids)
+        # The burst really overlapped the openings: streams got notifications from it.
+        assert max(len(s.messages) for s in streams) > 2
+
+
+# -- subscriptionId on every frame ------------------------------------------------------------
+
+@pytest.mark.parametrize("listen_id", ["abc", 7, 0, "7"], ids=["str", "int", "zero", "digits"])
+async def test_subscription_id_keeps_the_id_type(listen_id: Any) -> None:
+    server = full_server()
+    async with running(server) as srv:
+        stream = await acked(srv, {"toolsListChanged": True,
+                                   "resourceSubscriptions": ["test://a"]}, listen_id)
+        assert ack_of(stream)["_meta"] == {SUB_ID: listen_id}
+        server.notify_tools_list_changed()
+        server.notify_resources_updated("test://a")
+        got = await finish(srv, stream, listen_id)
+        assert got == [
+            {"jsonrpc": "2.0", "method": TOOLS_CHANGED, "params": {"_meta": {SUB_ID: listen_id}}},
+            {"jsonrpc": "2.0", "method": UPDATED,
+             "params": {"_meta": {SUB_ID: listen_id}, "uri": "test://a"}}]
+        for m in stream.messages:
+            meta = m["params"]["_meta"] if "params" in m else m["result"]["_meta"]
+            assert type(meta[SUB_ID]) is type(listen_id)
+
+
+async def test_two_streams_sharing_an_id_each_get_their_own_frames() -> None:
+    server = full_server()
+    async with running(server) as srv:
+        a = await acked(srv, {"toolsListChanged": True}, 1)
+        b = await acked(srv, {"toolsListChanged": True}, 1)
+        server.notify_tools_list_changed()
+        for s in (a, b):
+            await s.wait_messages(2)
+            assert s.messages[1]["params"]["_meta"] == {SUB_ID: 1}
+        await srv.transport.close()
+        for s in (a, b):
+            await s.wait_closed()
+            assert s.messages[-1]["id"] == 1 and s.messages[-1]["result"]["resultType"] == \
+                "complete"
+
+
+# -- delivery -------------------------------------------------------------------------------
+
+async def test_list_changed_reaches_only_streams_that_asked() -> None:
+    server = full_server()
+    async with running(server) as srv:
+        tools = await acked(srv, {"toolsListChanged": True}, "t")
+        prompts = await acked(srv, {"promptsListChanged": True}, "p")
+        resources = await acked(srv, {"resourcesListChanged": True}, "r")
+        everything = await acked(srv, ALL_FLAGS, "all")
+        nothing = await acked(srv, {}, "none")
+        server.notify_tools_list_changed()
+        server.notify_prompts_list_changed()
+        server.notify_resources_list_changed()
+        server.notify_resources_updated("test://a")  # nobody named it
+        assert [m["method"] for m in await finish(srv, tools, "t")] == [TOOLS_CHANGED]
+        assert [m["method"] for m in await finish(srv, prompts, "p")] == [PROMPTS_CHANGED]
+        assert [m["method"] for m in await finish(srv, resources, "r")] == [RESOURCES_CHANGED]
+        assert [m["method"] for m in await finish(srv, everything, "all")] == [
+            TOOLS_CHANGED, PROMPTS_CHANGED, RESOURCES_CHANGED]
+        assert await finish(srv, nothing, "none") == []
+
+
+async def test_registration_changes_reach_listen_streams(srv: Running) -> None:
+    stream = await acked(srv, ALL_FLAGS, "reg")
+    r = await srv.modern("tools/call", {"name": "test_trigger_tool_change", "arguments": {}})
+    assert r.status == 200
+    r = await srv.modern("tools/call", {"name": "test_trigger_prompt_change", "arguments": {}})
+    assert r.status == 200
+    assert [m["method"] for m in await finish(srv, stream, "reg")] == [TOOLS_CHANGED,
+                                                                      PROMPTS_CHANGED]
+
+
+async def test_resource_updates_from_every_source(srv: Running) -> None:
+    watched = await acked(srv, {"resourceSubscriptions": [WATCHED]}, "w")
+    other = await acked(srv, {"resourceSubscriptions": ["test://other"]}, "o")
+    sources: list[str] = []
+    # 1. Server.notify_resources_updated, from the loop and from another thread.
+    srv.server.notify_resources_updated(WATCHED)
+    sources.append("server")
+    thread = threading.Thread(target=srv.server.notify_resources_updated, args=(WATCHED,))
+    thread.start()
+    await asyncio.get_running_loop().run_in_executor(None, thread.join, TIMEOUT)
+    sources.append("thread")
+    await watched.wait_messages(3)
+    # 2. A legacy session's session.notify_resources_updated (no GET stream needed).
+    sid = await srv.initialize()
+    session = srv.transport.sessions.get(sid)
+    assert session is not None
+    session.notify_resources_updated(WATCHED)
+    sources.append("session")
+    # 3. A modern request: touch_resource (no legacy session has subscribed yet).
+    r = await srv.modern("tools/call", {"name": "touch_resource",
+                                        "arguments": {"uri": WATCHED}})
+    assert r.status == 200
+    sources.append("modern-request")
+    # 4. A legacy request's context: touch_resource from the (only) subscribed session.
+    r = await srv.post({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",
+                        "params": {"uri": WATCHED}}, session=sid)
+    assert r.status == 200 and r.messages[-1]["result"] == {}
+    r = await srv.post({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                        "params": {"name": "touch_resource", "arguments": {"uri": WATCHED}}},
+                       session=sid)
+    assert r.messages[-1]["result"]["content"][0]["text"] == f"Touched {WATCHED}"
+    sources.append("legacy-ctx")
+    got = await finish(srv, watched, "w")
+    assert got == [{"jsonrpc": "2.0", "method": UPDATED,
+                    "params": {"_meta": {SUB_ID: "w"}, "uri": WATCHED}}] * len(sources)
+    assert await finish(srv, other, "o") == []
+
+
+async def test_one_touch_is_one_update_per_listen_stream(srv: Running) -> None:
+    stream = await acked(srv, {"resourceSubscriptions": [WATCHED]}, "once")
+    for _ in range(2):
+        sid = await srv.initialize()
+        await legacy_call(srv, sid, "resources/subscribe", {"uri": WATCHED})
+    r = await srv.modern("tools/call", {"name": "touch_resource",
+                                        "arguments": {"uri": WATCHED}})
+    assert r.status == 200
+    assert len(await finish(srv, stream, "once")) == 1
+
+
+async def test_modern_context_notify_resources_updated() -> None:
+    server = full_server("ctx")
+
+    @server.tool()
+    def touch(uri: str, ctx: Context) -> str:
+        ctx.notify_resources_updated(uri)
+        return "ok"
+
+    async with running(server) as srv:
+        stream = await acked(srv, {"resourceSubscriptions": ["test://x"]}, "x")
+        r = await srv.modern("tools/call", {"name": "touch", "arguments": {"uri": "test://x"}})
+        assert r.status == 200
+        r2 = await srv.modern("tools/call", {"name": "touch", "arguments": {"uri": "test://y"}})
+        assert r2.status == 200
+        got = await finish(srv, stream, "x")
+        assert [m["params"]["uri"] for m in got] == ["test://x"]
+
+
+async def test_progress_and_logs_never_reach_listen_streams(srv: Running) -> None:
+    stream = await acked(srv, {**ALL_FLAGS, "resourceSubscriptions": [WATCHED]}, "quiet")
+    meta = modern_meta(progressToken="p1", **{"io.modelcontextprotocol/logLevel": "debug"})
+    for tool in ("test_tool_with_progress", "test_tool_with_logging"):
+        r = await srv.modern("tools/call", {"name": tool, "arguments": {}}, meta=meta)
+        assert r.content_type.startswith("text/event-stream")
+        assert len(r.messages) == 4  # the notifications went to the request's own response
+    sid = await srv.initialize()
+    get = await srv.get_stream(sid)
+    r = await srv.post({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                        "params": {"name": "test_tool_with_progress", "arguments": {},
+                                   "_meta": {"progressToken": "p2"}}}, session=sid)
+    assert [m.get("method") for m in r.messages][:3] == ["notifications/progress"] * 3
+    assert await finish(srv, stream, "quiet") == []
+    get.close()
+
+
+# -- the stream cap ---------------------------------------------------------------------------
+
+async def test_cap_at_and_over() -> None:
+    async with running(full_server(), max_listen_subscriptions=2) as srv:
+        held = [await acked(srv, {}, "a"), await acked(srv, {}, "b")]  # keep them open
+        r = await srv.modern("subscriptions/listen", {"notifications": {}}, request_id="c")
+        assert r.status == 503
+        err = listen_error(r)
+        assert err["code"] == -32603
+        assert "maximum concurrent subscriptions/listen streams (2)" in err["message"]
+        assert r.json["id"] == "c"
+        assert len(srv.transport.hub) == 2
+        assert srv.transport.snapshot().refusals["max_listen_subscriptions"] == 1
+        # Raising the cap live admits the next one at once.
+        srv.transport.options.update({"max_listen_subscriptions": 3})
+        held.append(await acked(srv, {}, "c"))
+        assert len(srv.transport.hub) == 3
+
+
+async def test_cap_none_removes_it() -> None:
+    async with running(full_server(), max_listen_subscriptions=None) as srv:
+        streams = [await acked(srv, {}, i) for i in range(12)]
+        assert len(srv.transport.hub) == len(streams)
+
+
+async def test_two_listens_racing_for_the_last_slot() -> None:
+    async with running(full_server(), max_listen_subscriptions=2) as srv:
+        first = await acked(srv, {}, "first")  # held open for the whole test
+        a, b = await asyncio.gather(srv.listen({"toolsListChanged": True}, "race-a"),
+                                    srv.listen({"toolsListChanged": True}, "race-b"))
+        statuses = sorted([a.status, b.status])
+        assert statuses == [200, 503], (a.raw, b.raw)
+        winner, loser = (a, b) if a.status == 200 else (b, a)
+        await winner.wait_messages(1)
+        assert winner.messages[0]["method"] == ACK
+        await loser.wait_closed()
+        refusal = json.loads(loser.raw)
+        assert refusal["error"]["code"] == -32603
+        assert refusal["id"] == ("race-b" if loser is b else "race-a")
+        assert loser.messages == []
+        assert len(srv.transport.hub) == 2
+        assert srv.transport.refusals["max_listen_subscriptions"] == 1
+        assert not first.ended.is_set()
+
+
+# -- keepalives and disconnects ------------------------------------------------------------------
+
+async def test_keepalive_comment_frames() -> None:
+    async with running(full_server(), listen_keepalive_interval=0.05) as srv:
+        stream = await acked(srv, {"toolsListChanged": True})
+        await stream.wait_for(lambda s: s.comments >= 3, timeout=5)
+        assert stream.raw.count(b": ping") >= 3
+        assert len(stream.messages) == 1  # comments are not messages
+        assert len(srv.transport.hub) == 1
+
+
+async def test_keepalive_none_sends_no_comments() -> None:
+    async with running(full_server(), listen_keepalive_interval=None,
+                       sse_keepalive_interval=0.05) as srv:
+        stream = await acked(srv, {"toolsListChanged": True})
+        # A legacy GET stream on the same transport does get its own keepalives, so the
+        # time below is long enough for a listen keepalive to have shown up.
+        sid = await srv.initialize()
+        get = await srv.get_stream(sid)
+        await get.wait_for(lambda s: s.comments >= 3, timeout=5)
+        assert stream.comments == 0
+        assert b"ping" not in stream.raw
+        get.close()
+
+
+async def test_disconnect_frees_the_slot_without_a_write() -> None:
+    async with running(full_server(), max_listen_subscriptions=1,
+                       listen_keepalive_interval=None) as srv:
+        first = await acked(srv, {"toolsListChanged": True}, "one")
+        refused = await srv.modern("subscriptions/listen", {"notifications": {}})
+        assert refused.status == 503
+        first.close()
+        await wait_until(lambda: len(srv.transport.hub) == 0, timeout=5)
+        assert srv.transport.snapshot().totals.listen_streams == 0
+        second = await acked(srv, {"toolsListChanged": True}, "two")
+        assert ack_of(second)["_meta"] == {SUB_ID: "two"}
+        assert len(srv.transport.hub) == 1
+
+
+# -- graceful close ---------------------------------------------------------------------------
+
+async def test_graceful_close_sends_every_stream_its_result() -> None:
+    server = full_server()
+    async with running(server) as srv:
+        ids: list[Any] = ["a", 2, "c"]
+        streams = [await acked(srv, {"toolsListChanged": True}, i) for i in ids]
+        server.notify_tools_list_changed()
+        await srv.transport.close()
+        for listen_id, stream in zip(ids, streams, strict=True):
+            await stream.wait_closed()
+            assert methods(stream) == [ACK, TOOLS_CHANGED, None]
+            assert stream.messages[-1] == {
+                "jsonrpc": "2.0", "id": listen_id,
+                "result": {"resultType": "complete", "_meta": {SUB_ID: listen_id}}}
+        assert len(srv.transport.hub) == 0
+        server.notify_tools_list_changed()  # nothing left to write to, nothing raised
+        assert all(len(s.messages) == 3 for s in streams)
+        late = await srv.modern("subscriptions/listen", {"notifications": {}})
+        assert late.status == 503
+
+
+async def test_close_stream_closes_one() -> None:
+    server = full_server()
+    async with running(server) as srv:
+        a = await acked(srv, {"toolsListChanged": True}, "a")
+        b = await acked(srv, {"toolsListChanged": True}, "b")
+        assert await srv.transport.close_stream(stream_id(srv, "a"))
+        await a.wait_closed()
+        assert methods(a) == [ACK, None]
+        assert a.messages[-1]["result"] == {"resultType": "complete", "_meta": {SUB_ID: "a"}}
+        assert not await srv.transport.close_stream("no-such-stream")
+        server.notify_tools_list_changed()
+        await b.wait_messages(2)
+        assert methods(b) == [ACK, TOOLS_CHANGED]
+        assert [s.subscription_id for s in srv.transport.snapshot().streams] == ["b"]
+
+
+# -- serve_subscriptions_listen=False ---------------------------------------------------------
+
+async def test_serve_subscriptions_listen_false() -> None:
+    async with running(conformance_server(), serve_subscriptions_listen=False) as srv:
+        r = await srv.modern("subscriptions/listen", {"notifications": {"toolsListChanged": True}},
+                             request_id="no")
+        assert r.status == 404
+        assert listen_error(r)["code"] == -32601
+        assert r.json["id"] == "no"
+        assert len(srv.transport.hub) == 0
+        expected = {"tools": {}, "resources": {}, "prompts": {}, "logging": {},
+                    "completions": {}}
+        modern = await srv.modern("server/discover")
+        assert modern.json["result"]["capabilities"] == expected
+        legacy = await srv.post({"jsonrpc": "2.0", "id": 1, "method": "server/discover"})
+        assert legacy.json["result"]["capabilities"] == expected
+        # initialize keeps the real capabilities (legacy sessions get GET streams).
+        init = await srv.post({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                               "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                          "clientInfo": {"name": "c", "version": "1"}}})
+        assert init.json["result"]["capabilities"]["resources"] == {"listChanged": True,
+                                                                   "subscribe": True}
+
+
+async def test_discover_keeps_the_flags_when_listen_is_served(srv: Running) -> None:
+    caps = (await srv.modern("server/discover")).json["result"]["capabilities"]
+    assert caps["tools"] == {"listChanged": True}
+    assert caps["prompts"] == {"listChanged": True}
+    assert caps["resources"] == {"listChanged": True, "subscribe": True}
+
+
+# -- slow consumers ---------------------------------------------------------------------------
+
+async def test_slow_consumer_is_disconnected_and_others_keep_receiving(srv: Running) -> None:
+    srv.transport.options.update({"max_stream_queue": 4})
+    big = "test://big/" + "x" * 60_000
+    healthy = await acked(srv, {"resourceSubscriptions": [big, "test://small"]}, "healthy")
+    loop = asyncio.get_running_loop()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+    sock.setblocking(False)
+    try:
+        await asyncio.wait_for(loop.sock_connect(sock, ("127.0.0.1", srv.port)), TIMEOUT)
+        body = json.dumps({"jsonrpc": "2.0", "id": "slow", "method": "subscriptions/listen",
+                           "params": {"notifications": {"resourceSubscriptions": [big]},
+                                      "_meta": modern_meta()}}).encode()
+        head = ("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                "Accept: application/json, text/event-stream\r\n"
+                f"MCP-Protocol-Version: {MODERN}\r\nMcp-Method: subscriptions/listen\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n").encode()
+        await asyncio.wait_for(loop.sock_sendall(sock, head + body), TIMEOUT)
+        await wait_until(lambda: len(srv.transport.hub) == 2)
+        sent_big = sent_small = 0
+        # Lockstep: each round stays under the queue bound for a stream that keeps up.
+        while srv.transport.refusals["max_stream_queue"] == 0 and sent_big < 2000:
+            for _ in range(2):
+                srv.server.notify_resources_updated(big)
+                sent_big += 1
+            srv.server.notify_resources_updated("test://small")
+            sent_small += 1
+            want = 1 + sent_big + sent_small
+            await healthy.wait_for(lambda s, want=want: len(s.messages) >= want)  # type: ignore[misc]
+        assert srv.transport.refusals["max_stream_queue"] == 1
+        await wait_until(lambda: len(srv.transport.hub) == 1)
+        assert [s.subscription_id for s in srv.transport.snapshot().streams] == ["healthy"]
+        # The healthy stream got every notification addressed to it, in order, and still does.
+        srv.server.notify_resources_updated("test://small")
+        sent_small += 1
+        await healthy.wait_messages(1 + sent_big + sent_small)
+        uris = [m["params"]["uri"] for m in healthy.messages[1:]]
+        assert uris.count(big) == sent_big and uris.count("test://small") == sent_small
+        assert uris[-1] == "test://small"
+        assert sent_big < 2000
+    finally:
+        sock.close()
+
+
+# -- legacy era: resources/subscribe handlers and GET streams ---------------------------------
+
+class SubscribeServer:
+    def __init__(self) -> None:
+        self.server = Server("subs")
+        self.calls: list[tuple[str, str, str | None]] = []
+
+        @self.server.resource("test://a")
+        def a() -> str:
+            return "a"
+
+        @self.server.on_subscribe
+        def on_sub(uri: str, ctx: Context) -> dict[str, Any]:
+            self.calls.append(("subscribe", uri, ctx.session.id if ctx.session else None))
+            return {"_meta": {"tracked": uri}, "dropped": True}
+
+        def on_unsub(uri: str) -> None:
+            self.calls.append(("unsubscribe", uri, None))
+
+        self.server.on_unsubscribe(on_unsub)  # plain call, not a decorator
+
+
+async def legacy_call(srv: Running, sid: str, method: str, params: Any,
+                      request_id: int = 2) -> dict[str, Any]:
+    r = await srv.post({"jsonrpc": "2.0", "id": request_id, "method": method,
+                        "params": params}, session=sid)
+    assert r.status == 200, r.body
+    message: dict[str, Any] = r.messages[-1]
+    return message
+
+
+async def test_subscribe_handlers_decorator_and_plain_call() -> None:
+    s = SubscribeServer()
+    async with running(s.server) as srv:
+        init = await srv.post({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                               "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                          "clientInfo": {"name": "c", "version": "1"}}})
+        assert init.json["result"]["capabilities"]["resources"]["subscribe"] is True
+        sid = await srv.initialize()
+        sub = await legacy_call(srv, sid, "resources/subscribe", {"uri": "test://a"})
+        assert sub["result"] == {"_meta": {"tracked": "test://a"}}
+        unsub = await legacy_call(srv, sid, "resources/unsubscribe", {"uri": "test://a"}, 3)
+        assert unsub["result"] == {}
+        assert s.calls == [("subscribe", "test://a", sid), ("unsubscribe", "test://a", None)]
+        for bad in ({}, {"uri": 5}, {"uri": None}):
+            err = await legacy_call(srv, sid, "resources/subscribe", bad, 4)
+            assert err["error"]["code"] == -32602
+            err = await legacy_call(srv, sid, "resources/unsubscribe", bad, 5)
+            assert err["error"]["code"] == -32602
+        assert len(s.calls) == 2  # the handlers were not called for bad params
+        # Removed at 2026-07-28.
+        modern = await srv.modern("resources/subscribe", {"uri": "test://a"})
+        assert modern.status == 404
+        assert len(s.calls) == 2
+
+
+async def test_no_subscribe_handler_no_capability() -> None:
+    server = Server("nosub")
+
+    @server.resource("test://a")
+    def a() -> str:
+        return "a"
+
+    async with running(server) as srv:
+        sid = await srv.initialize()
+        caps = (await srv.post({"jsonrpc": "2.0", "id": 1, "method": "server/discover"})
+                ).json["result"]["capabilities"]
+        assert "subscribe" not in caps["resources"]
+        err = await legacy_call(srv, sid, "resources/subscribe", {"uri": "test://a"})
+        assert err["error"]["code"] == -32601
+
+
+async def test_session_update_reaches_its_get_stream_only(srv: Running) -> None:
+    subscribed = await srv.initialize(client_name="subscribed")
+    bystander = await srv.initialize(client_name="bystander")
+    toucher = await srv.initialize(client_name="toucher")
+    sub = await legacy_call(srv, subscribed, "resources/subscribe", {"uri": WATCHED})
+    assert sub["result"] == {}
+    sub_get = await srv.get_stream(subscribed)
+    by_get = await srv.get_stream(bystander)
+    await wait_until(lambda: sum(s.has_get_stream for s in
+                                 srv.transport.snapshot().sessions) == 2)
+    touched = await legacy_call(srv, toucher, "tools/call",
+                                {"name": "touch_resource", "arguments": {"uri": WATCHED}})
+    assert touched["result"]["content"][0]["text"] == f"Touched {WATCHED}"
+    await sub_get.wait_messages(1)
+    assert sub_get.messages[0] == {"jsonrpc": "2.0", "method": UPDATED,
+                                   "params": {"uri": WATCHED}}
+    # A server-wide change reaches every GET stream: a barrier for the bystander.
+    srv.server.notify_tools_list_changed()
+    await by_get.wait_messages(1)
+    await sub_get.wait_messages(2)
+    assert [m["method"] for m in by_get.messages] == [TOOLS_CHANGED]
+    assert [m["method"] for m in sub_get.messages] == [UPDATED, TOOLS_CHANGED]
+    sub_get.close()
+    by_get.close()
+
+
+async def test_request_context_update_uses_the_session_get_stream(srv: Running) -> None:
+    sid = await srv.initialize()
+    await legacy_call(srv, sid, "resources/subscribe", {"uri": WATCHED})
+    # Without a GET stream the update rides this request's own response.
+    r = await srv.post({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                        "params": {"name": "touch_resource", "arguments": {"uri": WATCHED}}},
+                       session=sid)
+    assert [m.get("method") for m in r.messages] == [UPDATED, None]
+    # With one, it goes there and not on the response.
+    get = await srv.get_stream(sid)
+    await wait_until(lambda: srv.transport.snapshot().sessions[0].has_get_stream)
+    r = await srv.post({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                        "params": {"name": "touch_resource", "arguments": {"uri": WATCHED}}},
+                       session=sid)
+    assert [m.get("method") for m in r.messages] == [None]
+    await get.wait_messages(1)
+    assert get.messages == [{"jsonrpc": "2.0", "method": UPDATED, "params": {"uri": WATCHED}}]
+    get.close()
