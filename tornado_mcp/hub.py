@@ -46,7 +46,7 @@ class ListenStream:
         self.uri_bytes = uri_bytes
         self.opened_at = time.time()
         self.acknowledged = False
-        self._sid = jsonio.dumps(subscription_id)
+        self._sid = jsonio.dumps_retained(subscription_id)
 
     def honored(self) -> dict[str, Any]:
         filt: dict[str, Any] = {flag: True for flag in sorted(self.flags)}

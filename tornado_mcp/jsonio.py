@@ -44,6 +44,16 @@ else:  # pragma: no cover
         return _encoder.encode(value).encode("utf-8")
 
 
+def dumps_retained(value: Any) -> bytes:
+    """Like :func:`dumps`, for bytes that will be kept: exactly as large as their content.
+
+    orjson returns its result inside a growth buffer (16 KiB for a 1.4 KiB document);
+    fine for a response that is written and dropped, wasteful for what a session keeps.
+    """
+    out = dumps(value)
+    return memoryview(out).tobytes() if _orjson is not None else out
+
+
 def dumps_str(value: Any) -> str:
     return dumps(value).decode("utf-8")
 

@@ -52,7 +52,8 @@ class Session:
             else None
         self.client_version: str | None = info.get("version") \
             if isinstance(info.get("version"), str) else None
-        self._retained = jsonio.dumps({"clientInfo": client_info, "capabilities": capabilities})
+        self._retained = jsonio.dumps_retained({"clientInfo": client_info,
+                                                "capabilities": capabilities})
         self.retained_values = retained_values
         self.created_at = time.time()
         self.last_active = time.monotonic()

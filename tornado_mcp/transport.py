@@ -21,15 +21,17 @@ import base64
 import binascii
 import contextlib
 import logging
+import socket
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from http.client import responses as HTTP_REASONS
 from typing import Any
 
 import tornado.web
 from tornado.ioloop import IOLoop, PeriodicCallback
-from tornado.iostream import StreamClosedError
+from tornado.iostream import IOStream, StreamClosedError
 
 from . import jsonio
 from .context import Context
@@ -99,6 +101,7 @@ class Transport:
         self._loop_thread: int | None = None
         self._reaper: PeriodicCallback | None = None
         self._handlers: set[MCPHandler] = set()
+        self._lingering: set[asyncio.Future[None]] = set()
         server.add_sink(self)
 
     # -- mounting ---------------------------------------------------------------------------
@@ -360,13 +363,31 @@ class MCPHandler(tornado.web.RequestHandler):
                       refusal="max_request_bytes")
 
     async def _refuse_now(self, reply: _Reply) -> None:
-        """Answer before the body is read, then drop the connection so it never is."""
-        self._write_reply(reply, close=True)
-        with contextlib.suppress(StreamClosedError):
-            await self.flush()
-        self.finish()
-        if self.request.connection is not None:
-            self.request.connection.close()  # type: ignore[attr-defined]
+        """Answer before the body is read, and never read it.
+
+        The stream is taken over from Tornado (which would otherwise close it at once,
+        making the peer's kernel answer its unsent body with a reset that can swallow our
+        answer): the refusal is written, the sending side shut, and whatever the peer
+        still sends is discarded for a bounded time and amount before the connection is
+        closed (a "lingering close").
+        """
+        if reply.refusal is not None:
+            self.transport.refusals[reply.refusal] += 1
+        body = jsonio.dumps(self._error_body(reply.request_id, reply.code, reply.message,
+                                             reply.data))
+        head = (f"HTTP/1.1 {reply.status} {HTTP_REASONS.get(reply.status, 'Error')}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+                "Connection: close\r\n\r\n").encode("latin-1")
+        self.transport._handlers.discard(self)
+        self.log_refusal(reply.status)
+        stream = self.detach()
+        task = asyncio.ensure_future(_linger_close(stream, head + body))
+        self.transport._lingering.add(task)  # bounded: LINGER_SECONDS at most
+        task.add_done_callback(self.transport._lingering.discard)
+
+    def log_refusal(self, status: int) -> None:
+        log.info("%d %s %s (%s): refused before reading the body", status,
+                 self.request.method, self.request.uri, self.request.remote_ip)
 
     def on_connection_close(self) -> None:
         if self._on_close is not None:
@@ -1081,6 +1102,31 @@ class MCPHandler(tornado.web.RequestHandler):
             await channel.done
         finally:
             t.hub.remove(stream)
+
+
+LINGER_SECONDS = 2.0
+LINGER_BYTES = 64 * 1024 * 1024
+
+
+async def _linger_close(stream: IOStream, response: bytes) -> None:
+    """Write ``response``, shut our sending side, discard what the peer still sends (at
+    most ``LINGER_BYTES`` for ``LINGER_SECONDS``), then close."""
+    try:
+        await stream.write(response)
+        with contextlib.suppress(OSError):
+            stream.socket.shutdown(socket.SHUT_WR)
+        deadline = time.monotonic() + LINGER_SECONDS
+        discarded = 0
+        while discarded < LINGER_BYTES:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            chunk = await asyncio.wait_for(stream.read_bytes(65536, partial=True), left)
+            discarded += len(chunk)
+    except (StreamClosedError, TimeoutError, OSError):
+        pass
+    finally:
+        stream.close()
 
 
 def _classify(message: dict[str, Any]) -> str:

@@ -1,0 +1,1 @@
+"""The five bench scenarios (S1-S5); each exposes ``run(targets, cfg) -> dict``."""
