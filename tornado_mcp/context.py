@@ -134,6 +134,9 @@ class Context:
         return self._cancelled
 
     def cancel(self) -> None:
+        """Mark the request cancelled and cancel its handler if it is still running."""
+        if self._cancelled:
+            return
         self._cancelled = True
         if self.task is not None and not self.task.done():
             self.task.cancel()

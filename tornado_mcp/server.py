@@ -125,7 +125,7 @@ class Server:
         self._sinks: list[NotificationSink] = []
         self._relays: list[NotificationSink] = []
         self._sinks_lock = threading.Lock()
-        self._cache: dict[str, list[dict[str, Any]]] = {}
+        self._cache: dict[str, Any] = {}
 
     # -- identity and capabilities ----------------------------------------------------------
     def server_info(self) -> dict[str, Any]:
@@ -141,6 +141,9 @@ class Server:
         """What the server advertises: derived from what is registered unless overridden."""
         if self._capabilities_override is not None:
             return self._capabilities_override
+        cached = self._cache.get("capabilities")
+        if cached is not None:
+            return cached  # type: ignore[no-any-return]
         caps: dict[str, Any] = {"logging": {}}
         if self._tools:
             caps["tools"] = {"listChanged": True}
@@ -152,11 +155,13 @@ class Server:
             caps["prompts"] = {"listChanged": True}
         if self._completion is not None:
             caps["completions"] = {}
+        self._cache["capabilities"] = caps
         return caps
 
     @capabilities.setter
     def capabilities(self, value: dict[str, Any] | None) -> None:
         self._capabilities_override = value
+        self._changed("capabilities")
 
     def has_capability(self, name: str, flag: str | None = None) -> bool:
         cap = self.capabilities.get(name)
@@ -301,6 +306,7 @@ class Server:
         returns a list of strings or a ``{"values": [...], ...}`` dict."""
         def register(fn: F) -> F:
             self._completion = HandlerSpec.of(fn)
+            self._changed("completion")
             return fn
         return register
 
@@ -311,6 +317,7 @@ class Server:
         session, persisted, debounced) and call ``session.notify_resources_updated(uri)``.
         """
         self._subscribe = HandlerSpec.of(fn)
+        self._changed("subscribe")
         return fn
 
     def on_unsubscribe(self, fn: F) -> F:
@@ -332,6 +339,7 @@ class Server:
 
     def _changed(self, kind: str) -> None:
         self._cache.pop(kind, None)
+        self._cache.pop("capabilities", None)
 
     # -- notifications -------------------------------------------------------------------
     def add_sink(self, sink: NotificationSink) -> None:

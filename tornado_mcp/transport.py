@@ -20,12 +20,13 @@ import asyncio
 import base64
 import binascii
 import contextlib
+import functools
 import logging
 import socket
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from http.client import responses as HTTP_REASONS
 from typing import Any
 
@@ -101,6 +102,9 @@ class Transport:
         self._loop_thread: int | None = None
         self._reaper: PeriodicCallback | None = None
         self._handlers: set[MCPHandler] = set()
+        versions = self.options.protocol_versions  # not live: fixed for the transport's life
+        self._served = (any(v in versions for v in LEGACY_VERSIONS),
+                        any(v in versions for v in MODERN_VERSIONS))
         self._lingering: set[asyncio.Future[None]] = set()
         server.add_sink(self)
 
@@ -276,10 +280,15 @@ class _Reply(Exception):
         self.request_id, self.data, self.refusal = request_id, data, refusal
 
 
+@functools.lru_cache(maxsize=256)
+def _offered(header: str) -> frozenset[str]:
+    return frozenset(part.split(";", 1)[0].strip().lower() for part in header.split(","))
+
+
 def _accepts(header: str | None, *wanted: str) -> bool:
     if not header:
         return False
-    offered = {part.split(";", 1)[0].strip().lower() for part in header.split(",")}
+    offered = _offered(header)
     if "*/*" in offered:
         return True
     return all(w in offered or f"{w.split('/')[0]}/*" in offered for w in wanted)
@@ -331,31 +340,41 @@ class MCPHandler(tornado.web.RequestHandler):
     def set_default_headers(self) -> None:
         self.clear_header("Server")
 
-    async def prepare(self) -> None:
-        self.transport._ensure_started()
-        self.transport._handlers.add(self)
+    def prepare(self) -> Awaitable[None] | None:
+        """Checks that need no body; a refusal is answered before the body is read.
+
+        Synchronous on the common path (no coroutine to create and await per request).
+        """
+        t = self.transport
+        if t._loop is None:
+            t._ensure_started()
+        t._handlers.add(self)
         try:
-            if self.transport.options.dns_rebinding_protection:
+            if t.options.dns_rebinding_protection:
                 self._check_rebinding()
             if self.request.method == "POST":
-                limit = self.transport.options.max_request_bytes
+                limit = t.options.max_request_bytes
                 self.request.connection.set_max_body_size(limit + 256 * 1024)  # type: ignore[union-attr]
                 declared = self.request.headers.get("Content-Length")
                 if declared is not None and declared.isdigit() and int(declared) > limit:
                     raise self._too_large(limit)
         except _Reply as reply:
-            await self._refuse_now(reply)
+            if reply.status == 413:
+                return self._refuse_now(reply)
+            self._write_reply(reply)
+            self.finish()
+        return None
 
-    async def data_received(self, chunk: bytes) -> None:
+    def data_received(self, chunk: bytes) -> Awaitable[None] | None:
         if self._finished:
-            return
+            return None
         self._size += len(chunk)
         limit = self.transport.options.max_request_bytes
         if self._size > limit:
             self._chunks = []
-            await self._refuse_now(self._too_large(limit))
-            return
+            return self._refuse_now(self._too_large(limit))
         self._chunks.append(chunk)
+        return None
 
     def _too_large(self, limit: int) -> _Reply:
         return _Reply(413, INVALID_REQUEST,
@@ -486,9 +505,7 @@ class MCPHandler(tornado.web.RequestHandler):
         return values[0].strip() if values else None
 
     def _served(self) -> tuple[bool, bool]:
-        versions = self.transport.options.protocol_versions
-        return (any(v in versions for v in LEGACY_VERSIONS),
-                any(v in versions for v in MODERN_VERSIONS))
+        return self.transport._served
 
     def _check_legacy_version(self) -> str:
         header = self.request.headers.get("MCP-Protocol-Version")
@@ -510,7 +527,7 @@ class MCPHandler(tornado.web.RequestHandler):
         return session
 
     # -- HTTP methods -----------------------------------------------------------------------
-    async def _guarded(self, work: Callable[[], Any]) -> None:
+    async def _guarded(self, work: Callable[[], Awaitable[None]]) -> None:
         if self._finished:
             return
         if self.transport.closing:
@@ -533,8 +550,8 @@ class MCPHandler(tornado.web.RequestHandler):
                 self._write_reply(_Reply(500, INTERNAL_ERROR, "Internal server error"))
                 self.finish()
 
-    async def post(self) -> None:
-        await self._guarded(self._post)
+    def post(self) -> Awaitable[None]:
+        return self._guarded(self._post)
 
     async def get(self) -> None:
         await self._guarded(self._get)
@@ -844,14 +861,18 @@ class MCPHandler(tornado.web.RequestHandler):
         if session is not None:
             session.in_flight[request_id] = ctx
             session.touch()
-        task = asyncio.ensure_future(t.server.handle(method, ctx.params, ctx))
+        # The handler runs in this request's own task (no extra task per request); a
+        # cancellation (notifications/cancelled, or a 2026-07-28 client closing its stream)
+        # cancels this task while the handler runs, and is absorbed here.
+        task = asyncio.current_task()
         ctx.task = task
         try:
-            result = await task
+            result = await t.server.handle(method, ctx.params, ctx)
             return {"jsonrpc": "2.0", "id": request_id, "result": result}
         except asyncio.CancelledError:
-            if not task.cancelled():
+            if not ctx.cancelled or task is None:
                 raise
+            task.uncancel()
             return None
         except MCPError as exc:
             return {"jsonrpc": "2.0", "id": request_id, "error": exc.to_error()}
@@ -859,6 +880,7 @@ class MCPHandler(tornado.web.RequestHandler):
             log.exception("handler for %s raised", method)
             return self._error_body(request_id, INTERNAL_ERROR, "Internal error")
         finally:
+            ctx.task = None
             if session is not None:
                 if session.in_flight.get(request_id) is ctx:
                     del session.in_flight[request_id]
