@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .context import Context
+from .jsonschema import compile_schema
 from .uritemplate import UriTemplate
 
 Handler = Callable[..., Any]
@@ -121,8 +122,11 @@ class Tool:
     #: ``Mcp-Param-<Name>`` headers: lower-cased header name -> property path.
     header_params: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
+    validate: Callable[[Any], str | None] = field(init=False, repr=False)
+
     def __post_init__(self) -> None:
         self.header_params = _header_params(self.input_schema)
+        self.validate = compile_schema(self.input_schema)
 
     def describe(self) -> dict[str, Any]:
         return _drop_none({

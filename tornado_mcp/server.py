@@ -23,7 +23,6 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol, TypeVar
 
-from . import jsonschema
 from .context import Context
 from .errors import (
     INTERNAL_ERROR,
@@ -534,7 +533,7 @@ class Server:
         if tool is None:
             raise MCPError(INVALID_PARAMS, f"Unknown tool: {p['name']}")
         args = p.get("arguments") or {}
-        problem = jsonschema.validate(args, tool.input_schema)
+        problem = tool.validate(args)
         if problem is not None:
             return {"content": [text(f"Invalid arguments for tool {tool.name}: {problem}")],
                     "isError": True}

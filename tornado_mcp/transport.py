@@ -102,6 +102,7 @@ class Transport:
         self._loop_thread: int | None = None
         self._reaper: PeriodicCallback | None = None
         self._handlers: set[MCPHandler] = set()
+        self._rebinding_cache: dict[tuple[str | None, str | None], str | None] = {}
         versions = self.options.protocol_versions  # not live: fixed for the transport's life
         self._served = (any(v in versions for v in LEGACY_VERSIONS),
                         any(v in versions for v in MODERN_VERSIONS))
@@ -186,6 +187,22 @@ class Transport:
                 fut.set_exception(MCPError(INTERNAL_ERROR, "Session closed while waiting for "
                                                            "the client's response"))
         session.pending.clear()
+
+    # -- DNS rebinding protection -------------------------------------------------------------
+    def _rebinding_verdict(self, host_header: str | None, origin: str | None) -> str | None:
+        """The refusal message for this Host/Origin pair, or ``None`` when it is allowed.
+
+        Verdicts are cached per pair (the allowed hosts and origins are fixed for the
+        transport's life); the cache is bounded and simply starts over when full.
+        """
+        key = (host_header, origin)
+        cache = self._rebinding_cache
+        if key in cache:
+            return cache[key]
+        if len(cache) >= 1024:
+            cache.clear()
+        verdict = cache[key] = _rebinding_verdict(host_header, origin, self.options)
+        return verdict
 
     # -- administration ---------------------------------------------------------------------
     def end_session(self, session_id: str) -> bool:
@@ -283,6 +300,31 @@ class _Reply(Exception):
 @functools.lru_cache(maxsize=256)
 def _offered(header: str) -> frozenset[str]:
     return frozenset(part.split(";", 1)[0].strip().lower() for part in header.split(","))
+
+
+def _rebinding_verdict(host_header: str | None, origin: str | None,
+                       opts: TransportOptions) -> str | None:
+    host = (host_header or "").strip().lower()
+    if host:
+        bare = host[: host.index("]") + 1] if host.startswith("[") and "]" in host \
+            else host.rsplit(":", 1)[0]
+        if not (bare in LOOPBACK_HOSTS or host in opts.allowed_hosts
+                or bare in opts.allowed_hosts):
+            return "Forbidden: Invalid Host header"
+    if origin is None:
+        return None
+    o = origin.strip().lower()
+    if o in opts.allowed_origins:
+        return None
+    scheme, sep, authority = o.partition("://")
+    if not sep or not authority or "/" in authority or scheme not in ("http", "https"):
+        return "Forbidden: Invalid Origin header"
+    default = ":443" if scheme == "https" else ":80"
+    if authority.endswith(default):
+        authority = authority[: -len(default)]
+    if host.endswith((":80", ":443")):
+        host = host.rsplit(":", 1)[0]
+    return None if authority == host else "Forbidden: Invalid Origin header"
 
 
 def _accepts(header: str | None, *wanted: str) -> bool:
@@ -474,29 +516,10 @@ class MCPHandler(tornado.web.RequestHandler):
 
     # -- checks -----------------------------------------------------------------------------
     def _check_rebinding(self) -> None:
-        opts = self.transport.options
-        host = (self.request.headers.get("Host") or "").strip().lower()
-        if host:
-            bare = host[: host.index("]") + 1] if host.startswith("[") and "]" in host \
-                else host.rsplit(":", 1)[0]
-            if not (bare in LOOPBACK_HOSTS or host in opts.allowed_hosts
-                    or bare in opts.allowed_hosts):
-                raise _Reply(403, INVALID_REQUEST, "Forbidden: Invalid Host header")
-        origin = self.request.headers.get("Origin")
-        if origin is not None:
-            o = origin.strip().lower()
-            if o in opts.allowed_origins:
-                return
-            scheme, sep, authority = o.partition("://")
-            if not sep or not authority or "/" in authority or scheme not in ("http", "https"):
-                raise _Reply(403, INVALID_REQUEST, "Forbidden: Invalid Origin header")
-            default = ":443" if scheme == "https" else ":80"
-            if authority.endswith(default):
-                authority = authority[: -len(default)]
-            if host.endswith(":80") or host.endswith(":443"):
-                host = host.rsplit(":", 1)[0]
-            if authority != host:
-                raise _Reply(403, INVALID_REQUEST, "Forbidden: Invalid Origin header")
+        headers = self.request.headers
+        verdict = self.transport._rebinding_verdict(headers.get("Host"), headers.get("Origin"))
+        if verdict is not None:
+            raise _Reply(403, INVALID_REQUEST, verdict)
 
     def _single_header(self, name: str) -> str | None:
         values = self.request.headers.get_list(name)
