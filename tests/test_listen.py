@@ -560,46 +560,71 @@ async def test_discover_keeps_the_flags_when_listen_is_served(srv: Running) -> N
 
 # -- slow consumers ---------------------------------------------------------------------------
 
-async def test_slow_consumer_is_disconnected_and_others_keep_receiving(srv: Running) -> None:
-    srv.transport.options.update({"max_stream_queue": 4})
-    big = "test://big/" + "x" * 60_000
-    healthy = await acked(srv, {"resourceSubscriptions": [big, "test://small"]}, "healthy")
+async def open_stuck_listen(srv: Running, uris: list[str]) -> socket.socket:
+    """A listen stream on a socket with a tiny receive buffer that is never read."""
     loop = asyncio.get_running_loop()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
     sock.setblocking(False)
+    await asyncio.wait_for(loop.sock_connect(sock, ("127.0.0.1", srv.port)), TIMEOUT)
+    body = json.dumps({"jsonrpc": "2.0", "id": "slow", "method": "subscriptions/listen",
+                       "params": {"notifications": {"resourceSubscriptions": uris},
+                                  "_meta": modern_meta()}}).encode()
+    head = ("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            "Accept: application/json, text/event-stream\r\n"
+            f"MCP-Protocol-Version: {MODERN}\r\nMcp-Method: subscriptions/listen\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n").encode()
+    await asyncio.wait_for(loop.sock_sendall(sock, head + body), TIMEOUT)
+    return sock
+
+
+async def test_slow_consumer_is_disconnected_and_others_keep_receiving(srv: Running) -> None:
+    """Distinct changes pile up behind a peer that stopped reading: at max_stream_queue it
+    is disconnected, and a healthy stream receives every notification meanwhile."""
+    srv.transport.options.update({"max_stream_queue": 4, "stream_stall_timeout": None})
+    uris = [f"test://big/{i}/" + "x" * 3000 for i in range(20)]
+    healthy = await acked(srv, {"resourceSubscriptions": [*uris, "test://small"]}, "healthy")
+    sock = await open_stuck_listen(srv, uris)
     try:
-        await asyncio.wait_for(loop.sock_connect(sock, ("127.0.0.1", srv.port)), TIMEOUT)
-        body = json.dumps({"jsonrpc": "2.0", "id": "slow", "method": "subscriptions/listen",
-                           "params": {"notifications": {"resourceSubscriptions": [big]},
-                                      "_meta": modern_meta()}}).encode()
-        head = ("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                "Accept: application/json, text/event-stream\r\n"
-                f"MCP-Protocol-Version: {MODERN}\r\nMcp-Method: subscriptions/listen\r\n"
-                f"Content-Length: {len(body)}\r\n\r\n").encode()
-        await asyncio.wait_for(loop.sock_sendall(sock, head + body), TIMEOUT)
         await wait_until(lambda: len(srv.transport.hub) == 2)
-        sent_big = sent_small = 0
+        sent = 0
         # Lockstep: each round stays under the queue bound for a stream that keeps up.
-        while srv.transport.refusals["max_stream_queue"] == 0 and sent_big < 2000:
-            for _ in range(2):
-                srv.server.notify_resources_updated(big)
-                sent_big += 1
-            srv.server.notify_resources_updated("test://small")
-            sent_small += 1
-            want = 1 + sent_big + sent_small
-            await healthy.wait_for(lambda s, want=want: len(s.messages) >= want)  # type: ignore[misc]
+        while srv.transport.refusals["max_stream_queue"] == 0 and sent < 2000:
+            srv.server.notify_resources_updated(uris[sent % len(uris)])
+            sent += 1
+            await healthy.wait_for(lambda s, want=1 + sent: len(s.messages) >= want)  # type: ignore[misc]
         assert srv.transport.refusals["max_stream_queue"] == 1
         await wait_until(lambda: len(srv.transport.hub) == 1)
         assert [s.subscription_id for s in srv.transport.snapshot().streams] == ["healthy"]
         # The healthy stream got every notification addressed to it, in order, and still does.
         srv.server.notify_resources_updated("test://small")
-        sent_small += 1
-        await healthy.wait_messages(1 + sent_big + sent_small)
-        uris = [m["params"]["uri"] for m in healthy.messages[1:]]
-        assert uris.count(big) == sent_big and uris.count("test://small") == sent_small
-        assert uris[-1] == "test://small"
-        assert sent_big < 2000
+        await healthy.wait_messages(1 + sent + 1)
+        got = [m["params"]["uri"] for m in healthy.messages[1:]]
+        assert got == [uris[i % len(uris)] for i in range(sent)] + ["test://small"]
+        assert sent < 2000
+    finally:
+        sock.close()
+
+
+async def test_a_stalled_consumer_is_disconnected_even_when_its_changes_coalesce(
+        srv: Running) -> None:
+    """Repeats of one change coalesce, so the queue never fills; the stall bound still
+    frees the slot of a peer that takes no bytes for stream_stall_timeout."""
+    srv.transport.options.update({"max_stream_queue": 4, "stream_stall_timeout": 0.3})
+    big = "test://big/" + "x" * 60_000
+    sock = await open_stuck_listen(srv, [big])
+    try:
+        await wait_until(lambda: len(srv.transport.hub) == 1)
+        # Keep changing it, yielding so each write goes out, until the socket buffers are
+        # full: the pending write then makes no progress and the stall bound fires.
+        for _ in range(20_000):
+            if not srv.transport.hub or srv.transport.refusals["stream_stall_timeout"]:
+                break
+            srv.server.notify_resources_updated(big)
+            await asyncio.sleep(0)  # a yield to the loop, not a timed wait
+        await wait_until(lambda: len(srv.transport.hub) == 0)
+        assert srv.transport.refusals["stream_stall_timeout"] == 1
+        assert srv.transport.refusals["max_stream_queue"] == 0
     finally:
         sock.close()
 
@@ -720,3 +745,32 @@ async def test_request_context_update_uses_the_session_get_stream(srv: Running) 
     await get.wait_messages(1)
     assert get.messages == [{"jsonrpc": "2.0", "method": UPDATED, "params": {"uri": WATCHED}}]
     get.close()
+
+
+async def test_a_burst_of_the_same_change_coalesces_while_a_frame_waits() -> None:
+    """Duplicate change signals still queued behind a pending write carry nothing new: a
+    stream gets at least one frame per distinct change, and the queue does not grow with
+    the burst, so a reading consumer is never mistaken for a stuck one."""
+    server = full_server()
+    async with running(server, max_stream_queue=5) as srv:
+        stream = await acked(srv, {"toolsListChanged": True,
+                                   "resourceSubscriptions": ["test://a", "test://b"]}, "c")
+        channel = next(iter(srv.transport.hub)).channel
+        for _ in range(1000):  # one loop tick: every frame after the first must wait
+            server.notify_tools_list_changed()
+            server.notify_resources_updated("test://a")
+            server.notify_resources_updated("test://b")
+        assert channel.queue_depth <= 3
+        assert channel.coalesced >= 2990
+        server.notify_prompts_list_changed()  # not asked for: never delivered
+        server.notify_resources_updated("test://c")  # not subscribed: never delivered
+        marker = "test://b"
+
+        def got_all(s: Any) -> bool:
+            kinds = {(m["method"], m["params"].get("uri")) for m in s.messages[1:]}
+            return kinds >= {(TOOLS_CHANGED, None), (UPDATED, "test://a"), (UPDATED, marker)}
+
+        await stream.wait_for(got_all)
+        assert srv.transport.refusals["max_stream_queue"] == 0
+        assert len(srv.transport.hub) == 1
+        assert len(stream.messages) <= 1 + 2 * 3  # the first frames, then one per change

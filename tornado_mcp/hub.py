@@ -115,8 +115,9 @@ class NotificationHub:
         if not targets:
             return 0
         head, tail = _frame_parts(method, params)
+        key = (method, params.get("uri")) if flag is None and params is not None else method
         delivered = 0
         for stream in list(targets):
-            if stream.channel.send(head + stream._sid + tail):
+            if stream.channel.send(head + stream._sid + tail, key):
                 delivered += 1
         return delivered

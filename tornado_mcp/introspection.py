@@ -21,6 +21,7 @@ REFUSAL_KINDS: tuple[str, ...] = (
     "max_resource_subscription_bytes",
     "resource_subscription_uris",
     "max_stream_queue",
+    "stream_stall_timeout",
 )
 
 

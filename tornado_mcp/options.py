@@ -160,6 +160,8 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
                "Default wait for sampling, elicitation, roots and ping answers."),
     OptionSpec("max_stream_queue", "int", 1000, False, True,
                "Frames one SSE stream may have queued; a consumer past it is disconnected."),
+    OptionSpec("stream_stall_timeout", "seconds", 30.0, True, True,
+               "Seconds a stream's pending write may make no progress before it is dropped."),
 )
 
 SPECS_BY_NAME: dict[str, OptionSpec] = {s.name: s for s in OPTION_SPECS}
@@ -181,7 +183,12 @@ class TransportOptions:
     validates every change first and applies all of them or none.
     """
 
-    __slots__ = ("_listeners", "_lock", "_values")
+    # Every option is a slot, so reading one is a plain attribute access.
+    __slots__ = ("_listeners", "_lock", "_values", *SPECS_BY_NAME)
+
+    _lock: threading.Lock
+    _listeners: list[Listener]
+    _values: dict[str, Any]
 
     stateless: bool
     json_response: bool
@@ -200,6 +207,7 @@ class TransportOptions:
     sse_keepalive_interval: float | None
     server_to_client_request_timeout: float
     max_stream_queue: int
+    stream_stall_timeout: float | None
 
     def __init__(self, **values: Any) -> None:
         object.__setattr__(self, "_lock", threading.Lock())
@@ -214,7 +222,12 @@ class TransportOptions:
             if "session_idle_timeout" in values and values["session_idle_timeout"] is not None:
                 raise OptionError({"session_idle_timeout": "is not supported in stateless mode"})
             resolved["session_idle_timeout"] = None
-        object.__setattr__(self, "_values", resolved)
+        self._store(resolved)
+
+    def _store(self, values: dict[str, Any]) -> None:
+        object.__setattr__(self, "_values", values)
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
 
     @staticmethod
     def _validate(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -232,12 +245,6 @@ class TransportOptions:
         if errors:
             raise OptionError(errors)
         return out
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self._values[name]
-        except KeyError:
-            raise AttributeError(name) from None
 
     def __setattr__(self, name: str, value: Any) -> None:
         self.update({name: value})
@@ -259,7 +266,7 @@ class TransportOptions:
             new = dict(self._values)
             diff = {k: (new[k], v) for k, v in validated.items() if new[k] != v}
             new.update(validated)
-            object.__setattr__(self, "_values", new)
+            self._store(new)
             listeners = list(self._listeners)
         if diff:
             log.info("limits changed by %s: %s", actor,

@@ -25,6 +25,10 @@ _JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", b
                                list: "array", dict: "object"}
 
 
+#: Result types that are never awaitable: skip the (slower) general check for them.
+_PLAIN = frozenset({str, dict, list, bytes, int, float, bool, type(None)})
+
+
 @dataclass
 class HandlerSpec:
     """A user function and how to call it."""
@@ -62,7 +66,8 @@ class HandlerSpec:
         if self.ctx_param is not None:
             kwargs = {**kwargs, self.ctx_param: ctx}
         result = self.fn(**kwargs)
-        if inspect.isawaitable(result):
+        if type(result) is types.CoroutineType or (
+                type(result) not in _PLAIN and inspect.isawaitable(result)):
             result = await result
         return result
 

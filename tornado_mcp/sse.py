@@ -5,7 +5,10 @@ never holds a lock: when nothing is being flushed the frame is written at once; 
 flush is under way frames wait in a queue of at most ``max_queue`` entries, and a consumer
 that stops reading long enough to fill it is disconnected, so it cannot slow anyone else or
 make the server hold more.  Idle channels get a keepalive comment every
-``keepalive()`` seconds (read each time, so a live change applies at once).
+``keepalive()`` seconds, and a channel whose pending write has not completed for
+``stall()`` seconds is disconnected too, so a peer that stopped reading frees its slot
+even when all it is sent are coalesced duplicates (both read each time, so a live change
+applies at once).
 
 All methods must be called on the IOLoop's thread.
 """
@@ -42,26 +45,34 @@ def frame(message: Any) -> bytes:
 class SSEChannel:
     """One open SSE response; see the module docstring."""
 
-    __slots__ = ("_closing", "_flushing", "_keepalive", "_max_queue", "_on_overflow",
-                 "_queue", "_timer", "closed", "done", "handler", "last_write")
+    __slots__ = ("_closing", "_flush_started", "_flushing", "_keepalive", "_max_queue",
+                 "_on_overflow", "_queue", "_queued_keys", "_stall", "_timer", "_timer_due",
+                 "closed",
+                 "coalesced", "done", "handler", "last_write")
 
     def __init__(self, handler: Any, max_queue: Callable[[], int],
                  keepalive: Callable[[], float | None] = lambda: None,
-                 on_overflow: Callable[[], None] | None = None) -> None:
+                 on_overflow: Callable[[str], None] | None = None,
+                 stall: Callable[[], float | None] = lambda: None) -> None:
         for name, value in SSE_HEADERS:
             handler.set_header(name, value)
         self.handler = handler
         self._queue: deque[bytes] = deque()
+        self._queued_keys: set[Any] = set()
+        self.coalesced = 0
         self._flushing = False
         self._closing = False
         self._max_queue = max_queue
         self._keepalive = keepalive
         self._on_overflow = on_overflow
+        self._stall = stall
+        self._flush_started = 0.0
+        self._timer_due = 0.0
         self._timer: object | None = None
         self.closed = False
         self.last_write = time.monotonic()
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._arm_keepalive()
+        self._arm_timer()
 
     @property
     def queue_depth(self) -> int:
@@ -71,14 +82,25 @@ class SSEChannel:
         """Send the status line and headers now, before any event."""
         self._write(b"")
 
-    def send(self, data: bytes) -> bool:
-        """Queue or write one frame; False when the channel is closed or just overflowed."""
+    def send(self, data: bytes, key: Any = None) -> bool:
+        """Queue or write one frame; False when the channel is closed or just overflowed.
+
+        ``key`` marks an idempotent notification (a list change, a resource update): while
+        a frame with the same key is still waiting, another is redundant and is dropped, so
+        a burst of changes costs a slow stream one frame per distinct change, not one per
+        event.
+        """
         if self.closed or self._closing:
             return False
         if self._flushing:
+            if key is not None:
+                if key in self._queued_keys:
+                    self.coalesced += 1
+                    return True
+                self._queued_keys.add(key)
             if len(self._queue) >= self._max_queue():
                 if self._on_overflow is not None:
-                    self._on_overflow()
+                    self._on_overflow("max_stream_queue")
                 self.abort()
                 return False
             self._queue.append(data)
@@ -118,7 +140,10 @@ class SSEChannel:
             self._mark_closed()
             return
         self._flushing = True
-        self.last_write = time.monotonic()
+        self.last_write = self._flush_started = time.monotonic()
+        stall = self._stall()
+        if stall is not None and self._flush_started + stall < self._timer_due:
+            self._rearm()  # a stall would be due before the timer fires
         fut.add_done_callback(self._flushed)
 
     def _flushed(self, fut: asyncio.Future[None]) -> None:
@@ -131,6 +156,7 @@ class SSEChannel:
         if self._queue:
             data = b"".join(self._queue)
             self._queue.clear()
+            self._queued_keys.clear()
             self._write(data)
         elif self._closing:
             self._finish()
@@ -145,29 +171,50 @@ class SSEChannel:
     def _mark_closed(self) -> None:
         self.closed = True
         self._queue.clear()
+        self._queued_keys.clear()
         if self._timer is not None:
             IOLoop.current().remove_timeout(self._timer)
             self._timer = None
         if not self.done.done():
             self.done.set_result(None)
 
-    def _arm_keepalive(self) -> None:
-        interval = self._keepalive()
-        if interval is None or self.closed:
-            self._timer = None
-            # Check again later in case the interval is turned on while we are open.
-            self._timer = IOLoop.current().call_later(5.0, self._keepalive_tick)
+    def _arm_timer(self) -> None:
+        """Wake at the next keepalive due time, or when a pending write would count as
+        stalled, whichever is first (re-checking every few seconds when neither is set,
+        since both can be turned on while the stream is open)."""
+        if self.closed:
             return
-        due = self.last_write + interval
-        self._timer = IOLoop.current().call_at(
-            IOLoop.current().time() + max(0.0, due - time.monotonic()), self._keepalive_tick)
+        now = time.monotonic()
+        due = now + 5.0
+        interval = self._keepalive()
+        if interval is not None:
+            due = min(due, self.last_write + interval)
+        stall = self._stall()
+        if stall is not None and self._flushing:
+            due = min(due, self._flush_started + stall)
+        loop = IOLoop.current()
+        self._timer_due = due
+        self._timer = loop.call_at(loop.time() + max(0.0, due - now), self._tick)
 
-    def _keepalive_tick(self) -> None:
+    def _rearm(self) -> None:
+        if self._timer is not None:
+            IOLoop.current().remove_timeout(self._timer)
+            self._timer = None
+        self._arm_timer()
+
+    def _tick(self) -> None:
         self._timer = None
-        if self.closed or self._closing:
+        if self.closed:
+            return
+        now = time.monotonic()
+        stall = self._stall()
+        if stall is not None and self._flushing and now - self._flush_started >= stall:
+            if self._on_overflow is not None:
+                self._on_overflow("stream_stall_timeout")
+            self.abort()  # the peer has not taken a byte for too long
             return
         interval = self._keepalive()
-        if interval is not None and time.monotonic() - self.last_write >= interval * 0.999:
+        if not self._closing and interval is not None \
+                and now - self.last_write >= interval * 0.999:
             self.send(KEEPALIVE_FRAME)
-        if not self.closed:
-            self._arm_keepalive()
+        self._arm_timer()

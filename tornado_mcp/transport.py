@@ -106,6 +106,7 @@ class Transport:
         versions = self.options.protocol_versions  # not live: fixed for the transport's life
         self._served = (any(v in versions for v in LEGACY_VERSIONS),
                         any(v in versions for v in MODERN_VERSIONS))
+        self._modern_versions = [v for v in MODERN_VERSIONS if v in versions]
         self._lingering: set[asyncio.Future[None]] = set()
         server.add_sink(self)
 
@@ -155,7 +156,7 @@ class Transport:
                           **({"params": params} if params else {})})
             for session in self.sessions:
                 channel = session.get_channel
-                if channel is not None and channel.send(data):
+                if channel is not None and channel.send(data, method):
                     delivered += 1
         return delivered
 
@@ -173,7 +174,10 @@ class Transport:
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = params
-        return channel.send(frame(message))
+        key = None
+        if method in LISTEN_METHODS:  # idempotent change signals coalesce while queued
+            key = (method, params.get("uri")) if params is not None else method
+        return channel.send(frame(message), key)
 
     def _session_removed(self, session: Session) -> None:
         session.notifier = None
@@ -295,6 +299,11 @@ class _Reply(Exception):
         super().__init__(message)
         self.status, self.code, self.message = status, code, message
         self.request_id, self.data, self.refusal = request_id, data, refusal
+
+
+@functools.lru_cache(maxsize=256)
+def _media_type(header: str) -> str:
+    return header.split(";", 1)[0].strip().lower()
 
 
 @functools.lru_cache(maxsize=256)
@@ -632,8 +641,7 @@ class MCPHandler(tornado.web.RequestHandler):
                 opts.json_response and era == "sniff" and _accepts(accept, "application/json")):
             raise _Reply(406, INVALID_REQUEST, "Not Acceptable: Accept header must include "
                                                "application/json and text/event-stream")
-        ctype = (self.request.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
-        if ctype != "application/json":
+        if _media_type(self.request.headers.get("Content-Type") or "") != "application/json":
             raise _Reply(415, INVALID_REQUEST,
                          "Unsupported Media Type: Content-Type must be application/json")
         body = b"".join(self._chunks)
@@ -806,8 +814,7 @@ class MCPHandler(tornado.web.RequestHandler):
         if session.get_channel is not None and not session.get_channel.closed:
             raise _Reply(409, INVALID_REQUEST,
                          "Conflict: Only one SSE stream is allowed per session")
-        channel = SSEChannel(self, lambda: opts.max_stream_queue,
-                             lambda: opts.sse_keepalive_interval, self._overflowed)
+        channel = self._open_channel(lambda: opts.sse_keepalive_interval)
         session.get_channel = channel
         self._on_close = channel.abort
         channel.start()
@@ -827,8 +834,14 @@ class MCPHandler(tornado.web.RequestHandler):
         t.sessions.remove(session)
         self._send_json(200, {"success": True})
 
-    def _overflowed(self) -> None:
-        self.transport.refusals["max_stream_queue"] += 1
+    def _open_channel(self, keepalive: Callable[[], float | None]) -> SSEChannel:
+        """This response as an SSE stream, bounded by the live options."""
+        opts = self.transport.options
+        return SSEChannel(self, lambda: opts.max_stream_queue, keepalive, self._overflowed,
+                          lambda: opts.stream_stall_timeout)
+
+    def _overflowed(self, kind: str) -> None:
+        self.transport.refusals[kind] += 1
 
     # -- requests (both eras) -----------------------------------------------------------------
     async def _run_request(self, message: dict[str, Any], session: Session | None,
@@ -919,8 +932,7 @@ class MCPHandler(tornado.web.RequestHandler):
                 return False
         if self._channel is None:
             opts = self.transport.options
-            self._channel = SSEChannel(self, lambda: opts.max_stream_queue,
-                                       lambda: opts.sse_keepalive_interval, self._overflowed)
+            self._channel = self._open_channel(lambda: opts.sse_keepalive_interval)
         return self._channel.send(frame(message))
 
     async def send_request(self, method: str, params: dict[str, Any] | None,
@@ -987,7 +999,7 @@ class MCPHandler(tornado.web.RequestHandler):
                          "Invalid Request: JSON-RPC body must be a single request object")
         request_id = _safe_id(message.get("id"))
         method = message.get("method")
-        modern_versions = [v for v in MODERN_VERSIONS if v in opts.protocol_versions]
+        modern_versions = t._modern_versions
         if header is None:
             raise _Reply(400, HEADER_MISMATCH,
                          "Header mismatch: MCP-Protocol-Version header is required",
@@ -1022,10 +1034,8 @@ class MCPHandler(tornado.web.RequestHandler):
         if method == "subscriptions/listen" and opts.serve_subscriptions_listen:
             await self._listen(message, params, envelope)
             return
-        try:
-            t.server.check_method(str(method), modern=True)
-        except MCPError as exc:
-            raise _Reply(404, exc.code, exc.message, request_id) from None
+        # Unknown, removed and capability-gated methods are -32601 from the server's own
+        # check, which the 2026-07-28 status ladder answers with 404.
         self._on_close = self.cancel_request
         await self._run_request(message, None, json_only=False, envelope=envelope)
 
@@ -1123,8 +1133,7 @@ class MCPHandler(tornado.web.RequestHandler):
                           if filt.get(f) is True and server.has_capability(cap_name,
                                                                            "listChanged"))
         honored_uris = uris if uris and server.has_capability("resources", "subscribe") else []
-        channel = SSEChannel(self, lambda: opts.max_stream_queue,
-                             lambda: opts.listen_keepalive_interval, self._overflowed)
+        channel = self._open_channel(lambda: opts.listen_keepalive_interval)
         stream = ListenStream(listen_id, channel, flags, frozenset(honored_uris),
                               sum(len(u.encode("utf-8")) for u in honored_uris))
         honored: dict[str, Any] = stream.honored()
