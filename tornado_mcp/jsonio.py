@@ -33,11 +33,15 @@ if _orjson is not None:
         out: bytes = _dumps(value)
         return out
 else:  # pragma: no cover
-    _encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-    _decode_errors = (ValueError, RecursionError)
+    _encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    _decode_errors = (ValueError, RecursionError, UnicodeDecodeError)
+
+    def _no_constants(name: str) -> Any:
+        raise ValueError(f"{name} is not JSON")
 
     def _loads(data: bytes) -> Any:
-        return json.loads(data)
+        # Strictly UTF-8 and strictly JSON (no NaN or Infinity), as orjson.
+        return json.loads(data.decode("utf-8"), parse_constant=_no_constants)
 
     def dumps(value: Any) -> bytes:
         """Compact UTF-8 JSON."""

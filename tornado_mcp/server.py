@@ -472,8 +472,7 @@ class Server:
     def _stamp_modern(self, method: str, result: dict[str, Any], ctx: Context) -> dict[str, Any]:
         result.setdefault("resultType", "complete")
         meta = result.get("_meta")
-        if not isinstance(meta, dict):
-            meta = result["_meta"] = {}
+        meta = result["_meta"] = dict(meta) if isinstance(meta, dict) else {}
         meta.setdefault(META_SERVER_INFO, self.server_info())
         if method in CACHEABLE_METHODS and result["resultType"] == "complete":
             result.setdefault("ttlMs", self.ttl_ms)

@@ -199,6 +199,8 @@ class Transport:
         Verdicts are cached per pair (the allowed hosts and origins are fixed for the
         transport's life); the cache is bounded and simply starts over when full.
         """
+        if len(host_header or "") + len(origin or "") > MAX_CACHED_HEADER:
+            return _rebinding_verdict(host_header, origin, self.options)
         key = (host_header, origin)
         cache = self._rebinding_cache
         if key in cache:
@@ -235,19 +237,22 @@ class Transport:
         if self._reaper is not None:
             self._reaper.stop()
             self._reaper = None
-        waits: list[asyncio.Future[None]] = []
+        channels: list[SSEChannel] = []
         for stream in self.hub:
             self.hub.remove(stream)
             stream.channel.close(stream.final_result())
-            waits.append(stream.channel.done)
+            channels.append(stream.channel)
         for session in self.sessions:
             if session.get_channel is not None:
-                waits.append(session.get_channel.done)
+                channels.append(session.get_channel)
             self.sessions.remove(session)
         for handler in list(self._handlers):
             handler.cancel_request()
-        if waits:
-            await asyncio.wait([asyncio.ensure_future(w) for w in waits], timeout=timeout)
+        if channels:
+            await asyncio.wait([asyncio.ensure_future(c.done) for c in channels],
+                               timeout=timeout)
+            for channel in channels:
+                channel.abort()  # a peer that did not take its last bytes is dropped
         self.server.remove_sink(self)
 
     def snapshot(self, sessions: bool = True, streams: bool = True,
@@ -301,13 +306,32 @@ class _Reply(Exception):
         self.request_id, self.data, self.refusal = request_id, data, refusal
 
 
-@functools.lru_cache(maxsize=256)
+#: Header values longer than this are parsed each time instead of being cached, so the
+#: caches cannot be made to hold large client-chosen strings.
+MAX_CACHED_HEADER = 256
+
+
 def _media_type(header: str) -> str:
+    return _media_type_cached(header) if len(header) <= MAX_CACHED_HEADER \
+        else header.split(";", 1)[0].strip().lower()
+
+
+@functools.lru_cache(maxsize=256)
+def _media_type_cached(header: str) -> str:
     return header.split(";", 1)[0].strip().lower()
 
 
-@functools.lru_cache(maxsize=256)
 def _offered(header: str) -> frozenset[str]:
+    return _offered_cached(header) if len(header) <= MAX_CACHED_HEADER \
+        else _parse_offered(header)
+
+
+@functools.lru_cache(maxsize=256)
+def _offered_cached(header: str) -> frozenset[str]:
+    return _parse_offered(header)
+
+
+def _parse_offered(header: str) -> frozenset[str]:
     return frozenset(part.split(";", 1)[0].strip().lower() for part in header.split(","))
 
 
@@ -361,7 +385,7 @@ def _header_matches(header: str, value: Any) -> bool:
     if isinstance(value, int | float):
         try:
             return float(header) == float(value)
-        except ValueError:
+        except (ValueError, OverflowError):
             return False
     return bool(header == value)
 
@@ -462,6 +486,12 @@ class MCPHandler(tornado.web.RequestHandler):
     def on_connection_close(self) -> None:
         if self._on_close is not None:
             self._on_close()
+        body = getattr(self.request, "_body_future", None)
+        if body is not None and not body.done():
+            # The peer left mid-upload: Tornado will never finish this request, so
+            # on_finish will not run. Let go of the handler and what it had read.
+            self._chunks = []
+            self.transport._handlers.discard(self)
         super().on_connection_close()
 
     def on_finish(self) -> None:
@@ -724,6 +754,7 @@ class MCPHandler(tornado.web.RequestHandler):
                          "Invalid Request: JSON-RPC body must be a single request object")
         if any(m.get("method") == "initialize" for m in batch):
             raise _Reply(400, INVALID_REQUEST, "Invalid Request: initialize cannot be batched")
+        self._json_only = True  # one JSON array answers the batch: no SSE for its items
         responses = []
         for m in batch:
             kind = _classify(m)
@@ -734,7 +765,15 @@ class MCPHandler(tornado.web.RequestHandler):
                 if fut is not None and not fut.done():
                     fut.set_result(m)
             elif kind == "request":
-                responses.append(await self._dispatch(m, session, None, modern=False))
+                rid = m.get("id")
+                if session is not None and _valid_id(rid) and rid in session.in_flight:
+                    responses.append(self._error_body(
+                        rid, INVALID_REQUEST,
+                        "Conflict: Request id is already in flight for this session"))
+                    continue
+                reply = await self._dispatch(m, session, None, modern=False)
+                if reply is not None:  # a cancelled request is not answered
+                    responses.append(reply)
             else:
                 responses.append(self._error_body(None, INVALID_REQUEST, "Invalid Request"))
         if not responses:
@@ -853,6 +892,12 @@ class MCPHandler(tornado.web.RequestHandler):
             self._on_close = self._drop_stream
         response = await self._dispatch(message, session, envelope, modern=envelope is not None)
         if self._finished:
+            return
+        if response is None and envelope is not None and self.transport.closing \
+                and self._channel is None:
+            response = self._error_body(message.get("id"), INTERNAL_ERROR,
+                                        "Service unavailable: shutting down")
+            self._send_json(503, response)
             return
         if response is None:  # cancelled: nothing more is written for it
             if self._channel is not None:
@@ -1095,6 +1140,13 @@ class MCPHandler(tornado.web.RequestHandler):
         t = self.transport
         opts = t.options
         listen_id = message.get("id")
+        if not _valid_id(listen_id):
+            raise _Reply(400, INVALID_REQUEST,
+                         "Invalid Request: subscriptions/listen requires an id")
+        if isinstance(listen_id, str) and len(listen_id) > MAX_LISTEN_ID_LENGTH:
+            raise _Reply(400, INVALID_REQUEST,
+                         "Invalid Request: subscriptions/listen id exceeds "
+                         f"{MAX_LISTEN_ID_LENGTH} characters")
         notifications = params.get("notifications")
         if not isinstance(notifications, dict):
             raise _Reply(400, INVALID_PARAMS, "Invalid params: subscriptions/listen requires "
@@ -1158,6 +1210,8 @@ class MCPHandler(tornado.web.RequestHandler):
             t.hub.remove(stream)
 
 
+#: A listen stream keeps its request id for its whole life, so the id is bounded too.
+MAX_LISTEN_ID_LENGTH = 256
 LINGER_SECONDS = 2.0
 LINGER_BYTES = 64 * 1024 * 1024
 

@@ -10,6 +10,8 @@ import re
 from urllib.parse import quote, unquote
 
 _VAR = re.compile(r"\{(\+?)([A-Za-z0-9_.%]+)\}")
+#: Longer URIs never match a template (see :meth:`UriTemplate.match`).
+MAX_URI_LENGTH = 2048
 
 
 class UriTemplate:
@@ -30,6 +32,13 @@ class UriTemplate:
         self._regex = re.compile("".join(pattern) + r"\Z")
 
     def match(self, uri: str) -> dict[str, str] | None:
+        """The variables of ``uri`` under this template, or ``None``.
+
+        URIs longer than :data:`MAX_URI_LENGTH` never match: a template with two variables
+        in one segment needs backtracking, so its cost grows with the square of the length.
+        """
+        if len(uri) > MAX_URI_LENGTH:
+            return None
         m = self._regex.match(uri)
         if m is None:
             return None
