@@ -136,7 +136,11 @@ class SessionStore:
     def get(self, session_id: str) -> Session | None:
         """The live session, evicting it first if it has expired."""
         session = self._sessions.get(session_id)
-        if session is not None and self._expired(session, time.monotonic()):
+        if session is None:
+            return None
+        timeout = self._idle_timeout()
+        if timeout is not None and time.monotonic() - session.last_active > timeout \
+                and session.idle_for(time.monotonic()) > timeout:
             self.remove(session)
             return None
         return session

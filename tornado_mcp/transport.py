@@ -311,28 +311,18 @@ class _Reply(Exception):
 MAX_CACHED_HEADER = 256
 
 
-def _media_type(header: str) -> str:
-    return _media_type_cached(header) if len(header) <= MAX_CACHED_HEADER \
-        else header.split(";", 1)[0].strip().lower()
-
-
-@functools.lru_cache(maxsize=256)
-def _media_type_cached(header: str) -> str:
+def _parse_media_type(header: str) -> str:
     return header.split(";", 1)[0].strip().lower()
 
 
-def _offered(header: str) -> frozenset[str]:
-    return _offered_cached(header) if len(header) <= MAX_CACHED_HEADER \
-        else _parse_offered(header)
-
-
-@functools.lru_cache(maxsize=256)
-def _offered_cached(header: str) -> frozenset[str]:
-    return _parse_offered(header)
+_media_type_cached = functools.lru_cache(maxsize=256)(_parse_media_type)
 
 
 def _parse_offered(header: str) -> frozenset[str]:
     return frozenset(part.split(";", 1)[0].strip().lower() for part in header.split(","))
+
+
+_offered_cached = functools.lru_cache(maxsize=256)(_parse_offered)
 
 
 def _rebinding_verdict(host_header: str | None, origin: str | None,
@@ -363,7 +353,8 @@ def _rebinding_verdict(host_header: str | None, origin: str | None,
 def _accepts(header: str | None, *wanted: str) -> bool:
     if not header:
         return False
-    offered = _offered(header)
+    offered = _offered_cached(header) if len(header) <= MAX_CACHED_HEADER \
+        else _parse_offered(header)
     if "*/*" in offered:
         return True
     return all(w in offered or f"{w.split('/')[0]}/*" in offered for w in wanted)
@@ -413,7 +404,7 @@ class MCPHandler(tornado.web.RequestHandler):
         """MCP clients are not browsers with cookies; Origin checks guard this endpoint."""
 
     def set_default_headers(self) -> None:
-        self.clear_header("Server")
+        self.clear_header("Server")  # less to write on every response, and nothing to leak
 
     def prepare(self) -> Awaitable[None] | None:
         """Checks that need no body; a refusal is answered before the body is read.
@@ -543,10 +534,12 @@ class MCPHandler(tornado.web.RequestHandler):
 
     def _send_json(self, status: int, message: Any,
                    headers: dict[str, str] | None = None) -> None:
-        self.set_status(status)
+        if status != 200:
+            self.set_status(status)
         self.set_header("Content-Type", "application/json")
-        for name, value in (headers or {}).items():
-            self.set_header(name, value)
+        if headers:
+            for name, value in headers.items():
+                self.set_header(name, value)
         self.finish(jsonio.dumps(message))
 
     def _accepted(self) -> None:
@@ -653,7 +646,11 @@ class MCPHandler(tornado.web.RequestHandler):
         opts = t.options
         t.requests_total += 1
         legacy_served, modern_served = self._served()
-        header = self._single_header("MCP-Protocol-Version")
+        header = self.request.headers.get("MCP-Protocol-Version")
+        if header is not None:
+            # Tornado joins repeated headers with ","; no version contains one.
+            header = self._single_header("MCP-Protocol-Version") if "," in header \
+                else header.strip()
         has_session = "Mcp-Session-Id" in self.request.headers
         era = "legacy"
         if not legacy_served:
@@ -671,7 +668,9 @@ class MCPHandler(tornado.web.RequestHandler):
                 opts.json_response and era == "sniff" and _accepts(accept, "application/json")):
             raise _Reply(406, INVALID_REQUEST, "Not Acceptable: Accept header must include "
                                                "application/json and text/event-stream")
-        if _media_type(self.request.headers.get("Content-Type") or "") != "application/json":
+        ctype = self.request.headers.get("Content-Type") or ""
+        if (_media_type_cached(ctype) if len(ctype) <= MAX_CACHED_HEADER
+                else _parse_media_type(ctype)) != "application/json":
             raise _Reply(415, INVALID_REQUEST,
                          "Unsupported Media Type: Content-Type must be application/json")
         body = b"".join(self._chunks)
@@ -940,8 +939,7 @@ class MCPHandler(tornado.web.RequestHandler):
                       served_versions=t.options.protocol_versions)
         self._ctx = ctx
         if session is not None:
-            session.in_flight[request_id] = ctx
-            session.touch()
+            session.in_flight[request_id] = ctx  # in flight: never idle until it is done
         # The handler runs in this request's own task (no extra task per request); a
         # cancellation (notifications/cancelled, or a 2026-07-28 client closing its stream)
         # cancels this task while the handler runs, and is absorbed here.
