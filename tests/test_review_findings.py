@@ -223,3 +223,20 @@ async def test_modern_request_in_flight_at_close_gets_an_error() -> None:
         r = await task
         assert r.status != 202
         assert r.messages and "error" in r.messages[-1]
+
+
+async def test_close_leaves_no_lingering_refusal_behind() -> None:
+    """A refused upload drains for up to 2 s after its 413; close() does not wait for that,
+    it ends the drain (issue 2: close() leaves no task)."""
+    async with running(Server("x"), max_request_bytes=1024) as srv:
+        reader, writer = await asyncio.open_connection("127.0.0.1", srv.port)
+        writer.write(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                     b"Accept: application/json, text/event-stream\r\n"
+                     b"Content-Length: 100000\r\n\r\n" + b" " * 4096)
+        await writer.drain()
+        status = await asyncio.wait_for(reader.readline(), 5)
+        assert b" 413 " in status
+        await wait_until(lambda: len(srv.transport._lingering) == 1, timeout=5)
+        await asyncio.wait_for(srv.transport.close(), 1.5)  # well under the 2 s drain
+        assert not srv.transport._lingering
+        writer.close()

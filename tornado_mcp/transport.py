@@ -253,6 +253,10 @@ class Transport:
                                timeout=timeout)
             for channel in channels:
                 channel.abort()  # a peer that did not take its last bytes is dropped
+        for task in list(self._lingering):  # refusals still draining a peer's body
+            task.cancel()
+        if self._lingering:
+            await asyncio.wait(list(self._lingering), timeout=timeout)
         self.server.remove_sink(self)
 
     def snapshot(self, sessions: bool = True, streams: bool = True,
