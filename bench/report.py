@@ -102,6 +102,13 @@ def _status(value: float | None, ok: Callable[[float], bool]) -> str:
     return "met" if ok(value) else "NOT met"
 
 
+def _ratio_check(
+    scenario: str, requirement: str, ratio: float | None, ok: Callable[[float], bool]
+) -> Check:
+    """A target judged on a same-run ratio."""
+    return Check(scenario, requirement, _x(ratio), _status(ratio, ok))
+
+
 # --- per scenario ----------------------------------------------------------------
 
 
@@ -137,19 +144,11 @@ def s1_section(results: dict[str, Any]) -> tuple[str, list[Check]]:
             tput = _ratio(_get(ours, "rps"), _get(sdk, "rps"))
             cpu = _ratio(_get(ours, "cpu_us_per_req"), _get(bare, "cpu_us_per_req"))
             checks.append(
-                Check(
-                    "S1",
-                    f"{mode} c={c}: req/s ≥ 5x Python SDK",
-                    _x(tput),
-                    _status(tput, lambda v: v >= 5),
-                )
+                _ratio_check("S1", f"{mode} c={c}: req/s ≥ 5x Python SDK", tput, lambda v: v >= 5)
             )
             checks.append(
-                Check(
-                    "S1",
-                    f"{mode} c={c}: CPU/req ≤ 1.25x bare Tornado",
-                    _x(cpu),
-                    _status(cpu, lambda v: v <= 1.25),
+                _ratio_check(
+                    "S1", f"{mode} c={c}: CPU/req ≤ 1.25x bare Tornado", cpu, lambda v: v <= 1.25
                 )
             )
     header = [
@@ -186,14 +185,7 @@ def s2_section(results: dict[str, Any]) -> tuple[str, list[Check]]:
         for r in rows
     ]
     ratio = _ratio(_get(_find(rows, target="ours"), "sessions_per_s"), _get(sdk, "sessions_per_s"))
-    checks = [
-        Check(
-            "S2",
-            "session churn ≥ 2x Python SDK",
-            _x(ratio),
-            _status(ratio, lambda v: v >= 2),
-        )
-    ]
+    checks = [_ratio_check("S2", "session churn ≥ 2x Python SDK", ratio, lambda v: v >= 2)]
     header = ["server", "sessions/s", "p50 ms", "CPU µs/session", "load-gen CPU", "÷ SDK"]
     text = (
         "### S2 session churn (initialize + initialized + DELETE)\n\n"
@@ -265,11 +257,8 @@ def s4_section(results: dict[str, Any]) -> tuple[str, list[Check]]:
         ours = _get(_find(rows, target="ours", kind=kind, streams=top, uris=1), "fanout_ms")
         ratio = _ratio(ours, bare_top)
         checks.append(
-            Check(
-                "S4",
-                f"{kind} x{top}: fan-out time ≤ 1.5x bare Tornado",
-                _x(ratio),
-                _status(ratio, lambda v: v <= 1.5),
+            _ratio_check(
+                "S4", f"{kind} x{top}: fan-out time ≤ 1.5x bare Tornado", ratio, lambda v: v <= 1.5
             )
         )
     many = max((int(r["uris"]) for r in rows if r["kind"] == "listen"), default=1)
@@ -280,11 +269,11 @@ def s4_section(results: dict[str, Any]) -> tuple[str, list[Check]]:
         )
         ratio = _ratio(lots, one)
         checks.append(
-            Check(
+            _ratio_check(
                 "S4",
                 f"listen x{streams}: {many} URIs/stream ≤ 1.10x of 1 URI/stream",
-                _x(ratio),
-                _status(ratio, lambda v: v <= 1.10),
+                ratio,
+                lambda v: v <= 1.10,
             )
         )
     header = [
