@@ -342,24 +342,27 @@ class Server:
 
     # -- notifications -------------------------------------------------------------------
     def add_sink(self, sink: NotificationSink) -> None:
-        with self._sinks_lock:
-            self._sinks.append(sink)
+        """Register a transport: it delivers this server's notifications to its clients."""
+        self._edit(self._sinks, sink, add=True)
 
     def remove_sink(self, sink: NotificationSink) -> None:
-        with self._sinks_lock:
-            if sink in self._sinks:
-                self._sinks.remove(sink)
+        self._edit(self._sinks, sink, add=False)
 
     def add_relay(self, relay: NotificationSink) -> None:
         """Register a relay (e.g. :class:`~tornado_mcp.scaleout.RedisBus`): it receives every
         notification that originates in this process, to share it with other processes."""
-        with self._sinks_lock:
-            self._relays.append(relay)
+        self._edit(self._relays, relay, add=True)
 
     def remove_relay(self, relay: NotificationSink) -> None:
+        self._edit(self._relays, relay, add=False)
+
+    def _edit(self, targets: list[NotificationSink], target: NotificationSink,
+              add: bool) -> None:
         with self._sinks_lock:
-            if relay in self._relays:
-                self._relays.remove(relay)
+            if add:
+                targets.append(target)
+            elif target in targets:
+                targets.remove(target)
 
     def publish(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Deliver a notification to this process's transports and to the relays."""
