@@ -97,10 +97,10 @@ def build_targets(args: argparse.Namespace) -> tuple[list[Target], list[str]]:
     targets: list[Target] = []
     skipped: list[str] = []
     for name in wanted:
-        if name == "ours":
+        if name in ("ours", "uvloop"):
             ok, why = _ours_available(args.ours_cmd)
             if ok:
-                targets.append(ours_target(args.ours_cmd))
+                targets.append(ours_target(args.ours_cmd, uvloop=name == "uvloop"))
             elif args.require_ours:
                 raise SystemExit(f"cannot run {why}")
             else:
@@ -119,7 +119,7 @@ def build_targets(args: argparse.Namespace) -> tuple[list[Target], list[str]]:
                     "TypeScript SDK (set up with: npm --prefix bench/fixtures/ts_server ci)"
                 )
         else:
-            raise SystemExit(f"unknown target {name!r} (ours, sdk, bare, ts)")
+            raise SystemExit(f"unknown target {name!r} (ours, uvloop, sdk, bare, ts)")
     return targets, skipped
 
 

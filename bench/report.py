@@ -12,6 +12,7 @@ from typing import Any
 
 LABELS = {
     "ours": "tornado-mcp",
+    "uvloop": "tornado-mcp + uvloop",
     "sdk": "Python SDK",
     "bare": "bare Tornado",
     "ts": "TypeScript SDK",
@@ -61,7 +62,7 @@ def _find(rows: list[dict[str, Any]], **match: Any) -> dict[str, Any] | None:
     return None
 
 
-ORDER = ["ours", "sdk", "ts", "bare"]
+ORDER = ["ours", "uvloop", "sdk", "ts", "bare"]
 KIND_ORDER = ["listen", "legacy-get", "bare-sse"]
 
 

@@ -110,9 +110,12 @@ def ts_target(command: str) -> Target:
     return Target("ts", "TypeScript SDK", "mcp", build, supports_modern=False)
 
 
-def ours_target(command: str) -> Target:
-    """Our server: ``command`` is split like a shell would, then flags are appended."""
+def ours_target(command: str, uvloop: bool = False) -> Target:
+    """Our server: ``command`` is split like a shell would, then flags are appended
+    (``--uvloop`` too for the ``uvloop`` target: the same server on uvloop's event loop)."""
     base = [python_exe() if part == "python" else part for part in shlex.split(command)]
+    if uvloop:
+        base.append("--uvloop")
 
     def build(port: int, options: ServerOptions) -> list[str]:
         argv = [*base, "--port", str(port)]
@@ -124,6 +127,8 @@ def ours_target(command: str) -> Target:
             argv += ["--max-sessions", "none", "--max-listen-subscriptions", "none"]
         return argv
 
+    if uvloop:
+        return Target("uvloop", "tornado-mcp + uvloop", "mcp", build)
     return Target("ours", "tornado-mcp", "mcp", build)
 
 

@@ -126,3 +126,11 @@ def test_docs_list_every_option() -> None:
     text = (Path(REPO_ROOT) / "docs" / "options.md").read_text()
     for spec in OPTION_SPECS:
         assert f"`{spec.name}`" in text and f"`{spec.flag}`" in text, spec.name
+
+
+def test_uvloop_flag_serves_on_uvloop(server_factory: ServerFactory) -> None:
+    pytest.importorskip("uvloop")
+    srv = server_factory(["examples/conformance_server.py", "--no-admin", "--uvloop"])
+    status, headers, _ = initialize(srv.url)
+    assert status == 200 and headers["Mcp-Session-Id"]
+    assert srv.stop() == 0

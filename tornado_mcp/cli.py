@@ -34,6 +34,8 @@ def add_option_flags(parser: argparse.ArgumentParser) -> None:
                         help="dashboard token (a random one is printed when omitted)")
     parser.add_argument("--no-admin", action="store_true", help="do not mount the dashboard")
     parser.add_argument("--log-level", default="info")
+    parser.add_argument("--uvloop", action="store_true",
+                        help="run on uvloop (pip install 'tornado-mcp[speed]')")
     parser.add_argument("--redis-url", default=None,
                         help="share notifications with other processes through this Redis "
                              "(e.g. redis://127.0.0.1:6379/0); one process needs none")
@@ -63,7 +65,16 @@ def serve(server: Server, args: argparse.Namespace,
         for name, message in exc.errors.items():
             print(f"error: --{name.replace('_', '-')} {message}", file=sys.stderr)
         raise SystemExit(2) from None
-    asyncio.run(_serve(server, options, args, extra_routes))
+    if getattr(args, "uvloop", False):
+        try:
+            import uvloop
+        except ImportError:
+            print("error: --uvloop needs uvloop (pip install 'tornado-mcp[speed]')",
+                  file=sys.stderr)
+            raise SystemExit(2) from None
+        uvloop.run(_serve(server, options, args, extra_routes))
+    else:
+        asyncio.run(_serve(server, options, args, extra_routes))
 
 
 async def _serve(server: Server, options: TransportOptions, args: argparse.Namespace,
