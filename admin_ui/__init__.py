@@ -29,15 +29,17 @@ from typing import Any
 
 import tornado.web
 from tornado.routing import Rule
-from tornado.web import RedirectHandler, StaticFileHandler, url
+from tornado.web import RedirectHandler, url
 
 from .handlers import (
+    AdminStaticFileHandler,
     ApiNotFoundHandler,
     HistoryHandler,
     LimitsHandler,
     LoginHandler,
     LogoutHandler,
     MetricsHandler,
+    NotFoundHandler,
     OverviewHandler,
     PageHandler,
     SessionHandler,
@@ -95,7 +97,8 @@ def routes(
         url(p + "/api/limits", LimitsHandler, kw),
         url(p + "/api/.*", ApiNotFoundHandler, kw),
         url(p + "/metrics", MetricsHandler, kw),
-        url(p + "/static/(.*)", StaticFileHandler, {"path": str(STATIC_DIR)}),
+        url(p + "/static/(.*)", AdminStaticFileHandler, {"path": str(STATIC_DIR), "admin": admin}),
+        url(p + "/.*", NotFoundHandler, kw),
     ]
 
 

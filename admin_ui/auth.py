@@ -18,8 +18,10 @@ has a ``cookie_secret``, and a restart (or a new mount) signs every browser out.
 from __future__ import annotations
 
 import hmac
+import logging
 import re
 import secrets
+import time
 from dataclasses import dataclass
 
 from tornado.web import create_signed_value, decode_signed_value
@@ -28,8 +30,12 @@ from tornado.web import create_signed_value, decode_signed_value
 COOKIE_NAME = "tornado_mcp_admin"
 #: How long a login lasts before the browser must sign in again.
 COOKIE_MAX_AGE_DAYS = 1
+#: Logins remembered per mount (each a few dozen bytes); the oldest is dropped past it.
+MAX_LIVE_LOGINS = 1000
+
+log = logging.getLogger("admin_ui.auth")
 #: Operator names (for the audit log) are cut to this and to harmless characters.
-_NAME_RE = re.compile(r"[^A-Za-z0-9_.@+-]")
+_NAME_RE = re.compile(r"[^A-Za-z0-9_.+-]")
 
 
 @dataclass(frozen=True)
@@ -60,8 +66,14 @@ class Gatekeeper:
     def __init__(self, token: str) -> None:
         if not isinstance(token, str) or not token:
             raise ValueError("admin_ui needs a non-empty token: the dashboard is never anonymous")
+        if len(token) < 16:
+            log.warning("admin_ui: the dashboard token is short (%d characters); use at least "
+                        "16 random ones", len(token))
         self._token = token.encode("utf-8")
         self._secret = secrets.token_bytes(32)
+        #: Logins still valid: nonce -> time signed. Logging out removes its nonce, so a
+        #: copied cookie dies with the session; bounded, oldest dropped first.
+        self._live: dict[str, float] = {}
 
     def token_matches(self, candidate: str | None) -> bool:
         """Compare ``candidate`` with the token in constant time (``hmac.compare_digest``)."""
@@ -79,14 +91,35 @@ class Gatekeeper:
         return value.strip()
 
     def sign(self, name: str) -> bytes:
-        """The cookie value that proves ``name`` logged in."""
-        return create_signed_value(self._secret, COOKIE_NAME, clean_name(name))
+        """The cookie value that proves ``name`` logged in (revocable with :meth:`revoke`)."""
+        now = time.time()
+        horizon = now - COOKIE_MAX_AGE_DAYS * 86400
+        for nonce in [n for n, t in self._live.items() if t < horizon]:
+            del self._live[nonce]
+        while len(self._live) >= MAX_LIVE_LOGINS:
+            del self._live[next(iter(self._live))]
+        nonce = secrets.token_hex(16)
+        self._live[nonce] = now
+        return create_signed_value(self._secret, COOKIE_NAME, f"{nonce}:{clean_name(name)}")
 
-    def read(self, cookie: str | None) -> str | None:
-        """The operator name in a valid, unexpired cookie; ``None`` for anything else."""
+    def _open(self, cookie: str | None) -> tuple[str, str] | None:
         if not cookie:
             return None
         value = decode_signed_value(
             self._secret, COOKIE_NAME, cookie, max_age_days=COOKIE_MAX_AGE_DAYS
         )
-        return value.decode("utf-8") if value else None
+        if not value:
+            return None
+        nonce, _, name = value.decode("utf-8").partition(":")
+        return (nonce, name) if nonce in self._live else None
+
+    def read(self, cookie: str | None) -> str | None:
+        """The operator name in a valid, unexpired, not logged-out cookie; else ``None``."""
+        opened = self._open(cookie)
+        return opened[1] if opened else None
+
+    def revoke(self, cookie: str | None) -> None:
+        """Log this cookie out: it is refused from now on, wherever it was copied to."""
+        opened = self._open(cookie)
+        if opened:
+            self._live.pop(opened[0], None)

@@ -24,7 +24,7 @@ from dataclasses import asdict
 from http import HTTPStatus
 from typing import Any, ClassVar
 
-from tornado.web import HTTPError, RequestHandler
+from tornado.web import HTTPError, RequestHandler, StaticFileHandler
 
 from tornado_mcp.introspection import REFUSAL_KINDS, SessionInfo, StreamInfo
 from tornado_mcp.options import (
@@ -144,6 +144,7 @@ class AdminHandler(RequestHandler):
         super().check_xsrf_cookie()
 
     def prepare(self) -> None:
+        check_host(self, self.admin)
         self.admin.history.start()  # no-op once running; starts plots on the first request
         method = self.request.method or "GET"
         if self.needs_login:
@@ -243,12 +244,19 @@ class LoginHandler(AdminHandler):
     allowed_when_read_only = frozenset({"POST"})
 
     def _next(self) -> str:
-        """Where to go after login: only a path inside this dashboard (no open redirect)."""
+        """Where to go after login: only a path inside this dashboard (no open redirect, no
+        ``..`` out of it, nothing a header could choke on)."""
         target = self.get_argument("next", "")
         prefix = self.admin.prefix
-        if target.startswith(prefix + "/") and not target.startswith("//") and "\\" not in target:
-            return target
-        return prefix + "/"
+        home = prefix + "/"
+        parts = urllib.parse.urlsplit(target)
+        if parts.scheme or parts.netloc or "\\" in target or target.startswith("//") \
+                or any(ord(c) < 0x20 or ord(c) == 0x7F for c in target):
+            return home
+        segments = urllib.parse.unquote(parts.path).split("/")
+        if any(seg in (".", "..") for seg in segments) or not parts.path.startswith(home):
+            return home
+        return target
 
     def get(self) -> None:
         if self.authenticate() is not None:
@@ -287,6 +295,7 @@ class LogoutHandler(AdminHandler):
     allowed_when_read_only = frozenset({"POST"})
 
     def post(self) -> None:
+        self.admin.gatekeeper.revoke(self.get_cookie(COOKIE_NAME))  # copies die with it
         self.clear_cookie(COOKIE_NAME, path=self.admin.prefix)
         self.redirect(f"{self.admin.prefix}/login", status=303)
 
@@ -546,6 +555,54 @@ class MetricsHandler(AdminHandler):
                               admin.probe.cpu_seconds())
         self.set_header("Content-Type", metrics.CONTENT_TYPE)
         self.finish(body)
+
+
+def check_host(handler: RequestHandler, admin: AdminState) -> None:
+    """The MCP endpoint's DNS-rebinding rule on ``Host``, applied to the dashboard too: a
+    page on a rebound domain must not reach it through the operator's browser.
+
+    ``Origin`` is left to the dashboard's own defences (XSRF tokens and a SameSite=Strict
+    cookie): its pages send no referrer, so browsers send ``Origin: null`` on its forms.
+    """
+    transport = admin.transport
+    if transport.options.dns_rebinding_protection:
+        verdict = transport.host_origin_verdict(handler.request.headers.get("Host"), None)
+        if verdict is not None:
+            raise ApiError(403, verdict)
+
+
+class AdminStaticFileHandler(StaticFileHandler):
+    """The dashboard's own script, styles and icon: same headers and host rule as the rest,
+    and errors that never show a traceback."""
+
+    def initialize(self, path: str, admin: AdminState) -> None:  # type: ignore[override]
+        super().initialize(path)
+        self.admin = admin
+
+    def set_default_headers(self) -> None:
+        self.set_header("X-Content-Type-Options", "nosniff")
+        self.set_header("Referrer-Policy", "no-referrer")
+        self.set_header("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+
+    def prepare(self) -> None:
+        check_host(self, self.admin)  # an ApiError is an HTTPError: a plain 403
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        self.clear_header("Content-Type")
+        self.set_header("Content-Type", "text/plain; charset=utf-8")
+        self.finish(_reason(status_code) + "\n")
+
+
+class NotFoundHandler(AdminHandler):
+    """Any other path under the prefix: 404 for everyone (after the host check)."""
+
+    api = False
+    needs_login = False
+
+    def prepare(self) -> None:
+        super().prepare()
+        if not self._finished:
+            raise ApiError(404, "Not found.")
 
 
 class ApiNotFoundHandler(AdminHandler):

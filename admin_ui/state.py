@@ -49,6 +49,8 @@ class TransportLike(Protocol):
 
     def close_stream(self, stream_id: str) -> Awaitable[bool]: ...
 
+    def host_origin_verdict(self, host_header: str | None, origin: str | None) -> str | None: ...
+
 
 @dataclass(frozen=True)
 class Event:

@@ -193,8 +193,11 @@ class Transport:
         session.pending.clear()
 
     # -- DNS rebinding protection -------------------------------------------------------------
-    def _rebinding_verdict(self, host_header: str | None, origin: str | None) -> str | None:
+    def host_origin_verdict(self, host_header: str | None, origin: str | None) -> str | None:
         """The refusal message for this Host/Origin pair, or ``None`` when it is allowed.
+
+        The DNS-rebinding check of the MCP endpoint, for other handlers mounted beside it
+        (the dashboard uses it) to apply the same rule.
 
         Verdicts are cached per pair (the allowed hosts and origins are fixed for the
         transport's life); the cache is bounded and simply starts over when full.
@@ -553,7 +556,7 @@ class MCPHandler(tornado.web.RequestHandler):
     # -- checks -----------------------------------------------------------------------------
     def _check_rebinding(self) -> None:
         headers = self.request.headers
-        verdict = self.transport._rebinding_verdict(headers.get("Host"), headers.get("Origin"))
+        verdict = self.transport.host_origin_verdict(headers.get("Host"), headers.get("Origin"))
         if verdict is not None:
             raise _Reply(403, INVALID_REQUEST, verdict)
 
