@@ -30,6 +30,14 @@ RESOURCE_UPDATED = "notifications/resources/updated"
 LISTEN_METHODS = frozenset((*LIST_CHANGED, RESOURCE_UPDATED))
 
 
+def change_key(method: str, params: dict[str, Any] | None) -> Any:
+    """What makes two change notifications the same change (see ``SSEChannel.send``):
+    the method, and for ``resources/updated`` the URI. ``None`` for anything else."""
+    if method == RESOURCE_UPDATED:
+        return (method, params.get("uri") if params is not None else None)
+    return method if method in LIST_CHANGED else None
+
+
 class ListenStream:
     """One acknowledged ``subscriptions/listen`` stream."""
 
@@ -115,7 +123,7 @@ class NotificationHub:
         if not targets:
             return 0
         head, tail = _frame_parts(method, params)
-        key = (method, params.get("uri")) if flag is None and params is not None else method
+        key = change_key(method, params)
         delivered = 0
         for stream in list(targets):
             if stream.channel.send(head + stream._sid + tail, key):

@@ -131,16 +131,14 @@ class SessionStore:
 
     def _expired(self, session: Session, now: float) -> bool:
         timeout = self._idle_timeout()
-        return timeout is not None and session.idle_for(now) > timeout
+        # The clock test first: it is cheap, and idle_for can only be shorter.
+        return timeout is not None and now - session.last_active > timeout \
+            and session.idle_for(now) > timeout
 
     def get(self, session_id: str) -> Session | None:
         """The live session, evicting it first if it has expired."""
         session = self._sessions.get(session_id)
-        if session is None:
-            return None
-        timeout = self._idle_timeout()
-        if timeout is not None and time.monotonic() - session.last_active > timeout \
-                and session.idle_for(time.monotonic()) > timeout:
+        if session is not None and self._expired(session, time.monotonic()):
             self.remove(session)
             return None
         return session

@@ -28,7 +28,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from http.client import responses as HTTP_REASONS
-from typing import Any
+from typing import Any, TypeVar
 
 import tornado.web
 from tornado.ioloop import IOLoop, PeriodicCallback
@@ -47,7 +47,7 @@ from .errors import (
     UNSUPPORTED_PROTOCOL_VERSION,
     MCPError,
 )
-from .hub import LIST_CHANGED, LISTEN_METHODS, ListenStream, NotificationHub
+from .hub import LIST_CHANGED, LISTEN_METHODS, ListenStream, NotificationHub, change_key
 from .introspection import REFUSAL_KINDS, SessionInfo, Snapshot, StreamInfo, Totals
 from .options import (
     LEGACY_VERSIONS,
@@ -70,6 +70,8 @@ from .session import Session, SessionStore
 from .sse import SSE_HEADERS, SSEChannel, frame
 
 log = logging.getLogger("tornado_mcp.transport")
+
+T_ = TypeVar("T_")
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
 NAME_BEARING = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
@@ -154,9 +156,10 @@ class Transport:
         if method in LIST_CHANGED:
             data = frame({"jsonrpc": "2.0", "method": method,
                           **({"params": params} if params else {})})
+            key = change_key(method, params)
             for session in self.sessions:
                 channel = session.get_channel
-                if channel is not None and channel.send(data, method):
+                if channel is not None and channel.send(data, key):
                     delivered += 1
         return delivered
 
@@ -174,10 +177,7 @@ class Transport:
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = params
-        key = None
-        if method in LISTEN_METHODS:  # idempotent change signals coalesce while queued
-            key = (method, params.get("uri")) if params is not None else method
-        return channel.send(frame(message), key)
+        return channel.send(frame(message), change_key(method, params))
 
     def _session_removed(self, session: Session) -> None:
         session.notifier = None
@@ -312,24 +312,33 @@ class _Reply(Exception):
         self.status, self.code, self.message = status, code, message
         self.request_id, self.data, self.refusal = request_id, data, refusal
 
+    def body(self) -> bytes:
+        return jsonio.dumps(MCPHandler._error_body(self.request_id, self.code, self.message,
+                                                   self.data))
+
 
 #: Header values longer than this are parsed each time instead of being cached, so the
 #: caches cannot be made to hold large client-chosen strings.
 MAX_CACHED_HEADER = 256
 
 
-def _parse_media_type(header: str) -> str:
+def _cached_when_short(parse: Callable[[str], T_]) -> Callable[[str], T_]:
+    """``parse``, memoised for header values up to MAX_CACHED_HEADER characters."""
+    cached = functools.lru_cache(maxsize=256)(parse)
+
+    def lookup(header: str) -> T_:
+        return cached(header) if len(header) <= MAX_CACHED_HEADER else parse(header)
+    return lookup
+
+
+@_cached_when_short
+def _media_type(header: str) -> str:
     return header.split(";", 1)[0].strip().lower()
 
 
-_media_type_cached = functools.lru_cache(maxsize=256)(_parse_media_type)
-
-
-def _parse_offered(header: str) -> frozenset[str]:
+@_cached_when_short
+def _offered(header: str) -> frozenset[str]:
     return frozenset(part.split(";", 1)[0].strip().lower() for part in header.split(","))
-
-
-_offered_cached = functools.lru_cache(maxsize=256)(_parse_offered)
 
 
 def _rebinding_verdict(host_header: str | None, origin: str | None,
@@ -360,8 +369,7 @@ def _rebinding_verdict(host_header: str | None, origin: str | None,
 def _accepts(header: str | None, *wanted: str) -> bool:
     if not header:
         return False
-    offered = _offered_cached(header) if len(header) <= MAX_CACHED_HEADER \
-        else _parse_offered(header)
+    offered = _offered(header)
     if "*/*" in offered:
         return True
     return all(w in offered or f"{w.split('/')[0]}/*" in offered for w in wanted)
@@ -413,10 +421,10 @@ class MCPHandler(tornado.web.RequestHandler):
     def set_default_headers(self) -> None:
         self.clear_header("Server")  # less to write on every response, and nothing to leak
 
-    def prepare(self) -> Awaitable[None] | None:
+    def prepare(self) -> None:
         """Checks that need no body; a refusal is answered before the body is read.
 
-        Synchronous on the common path (no coroutine to create and await per request).
+        Synchronous: no coroutine to create and await per request.
         """
         t = self.transport
         if t._loop is None:
@@ -433,28 +441,28 @@ class MCPHandler(tornado.web.RequestHandler):
                     raise self._too_large(limit)
         except _Reply as reply:
             if reply.status == 413:
-                return self._refuse_now(reply)
-            self._write_reply(reply)
-            self.finish()
-        return None
+                self._refuse_now(reply)
+            else:
+                self._write_reply(reply)
+                self.finish()
 
-    def data_received(self, chunk: bytes) -> Awaitable[None] | None:
+    def data_received(self, chunk: bytes) -> None:
         if self._finished:
-            return None
+            return
         self._size += len(chunk)
         limit = self.transport.options.max_request_bytes
         if self._size > limit:
             self._chunks = []
-            return self._refuse_now(self._too_large(limit))
+            self._refuse_now(self._too_large(limit))
+            return
         self._chunks.append(chunk)
-        return None
 
     def _too_large(self, limit: int) -> _Reply:
         return _Reply(413, INVALID_REQUEST,
                       f"Payload too large: request body exceeds {limit} bytes",
                       refusal="max_request_bytes")
 
-    async def _refuse_now(self, reply: _Reply) -> None:
+    def _refuse_now(self, reply: _Reply) -> None:
         """Answer before the body is read, and never read it.
 
         The stream is taken over from Tornado (which would otherwise close it at once,
@@ -463,10 +471,8 @@ class MCPHandler(tornado.web.RequestHandler):
         still sends is discarded for a bounded time and amount before the connection is
         closed (a "lingering close").
         """
-        if reply.refusal is not None:
-            self.transport.refusals[reply.refusal] += 1
-        body = jsonio.dumps(self._error_body(reply.request_id, reply.code, reply.message,
-                                             reply.data))
+        self._count_refusal(reply)
+        body = reply.body()
         head = (f"HTTP/1.1 {reply.status} {HTTP_REASONS.get(reply.status, 'Error')}\r\n"
                 f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
                 "Connection: close\r\n\r\n").encode("latin-1")
@@ -528,16 +534,16 @@ class MCPHandler(tornado.web.RequestHandler):
             err["data"] = data
         return {"jsonrpc": "2.0", "id": request_id, "error": err}
 
-    def _write_reply(self, reply: _Reply, close: bool = False) -> None:
+    def _count_refusal(self, reply: _Reply) -> None:
         if reply.refusal is not None:
             self.transport.refusals[reply.refusal] += 1
+
+    def _write_reply(self, reply: _Reply) -> None:
+        self._count_refusal(reply)
         self.clear()
         self.set_status(reply.status)
         self.set_header("Content-Type", "application/json")
-        if close:
-            self.set_header("Connection", "close")
-        self.write(jsonio.dumps(self._error_body(reply.request_id, reply.code, reply.message,
-                                                 reply.data)))
+        self.write(reply.body())
 
     def _send_json(self, status: int, message: Any,
                    headers: dict[str, str] | None = None) -> None:
@@ -653,11 +659,7 @@ class MCPHandler(tornado.web.RequestHandler):
         opts = t.options
         t.requests_total += 1
         legacy_served, modern_served = self._served()
-        header = self.request.headers.get("MCP-Protocol-Version")
-        if header is not None:
-            # Tornado joins repeated headers with ","; no version contains one.
-            header = self._single_header("MCP-Protocol-Version") if "," in header \
-                else header.strip()
+        header = self._single_header("MCP-Protocol-Version")
         has_session = "Mcp-Session-Id" in self.request.headers
         era = "legacy"
         if not legacy_served:
@@ -675,9 +677,7 @@ class MCPHandler(tornado.web.RequestHandler):
                 opts.json_response and era == "sniff" and _accepts(accept, "application/json")):
             raise _Reply(406, INVALID_REQUEST, "Not Acceptable: Accept header must include "
                                                "application/json and text/event-stream")
-        ctype = self.request.headers.get("Content-Type") or ""
-        if (_media_type_cached(ctype) if len(ctype) <= MAX_CACHED_HEADER
-                else _parse_media_type(ctype)) != "application/json":
+        if _media_type(self.request.headers.get("Content-Type") or "") != "application/json":
             raise _Reply(415, INVALID_REQUEST,
                          "Unsupported Media Type: Content-Type must be application/json")
         body = b"".join(self._chunks)
