@@ -240,3 +240,69 @@ async def test_close_leaves_no_lingering_refusal_behind() -> None:
         await asyncio.wait_for(srv.transport.close(), 1.5)  # well under the 2 s drain
         assert not srv.transport._lingering
         writer.close()
+
+
+# -- the bounds these fixes introduced, exactly at and one over -------------------------------
+
+async def test_listen_id_of_256_characters_is_accepted_and_257_refused() -> None:
+    from tornado_mcp.transport import MAX_LISTEN_ID_LENGTH
+
+    async with running(Server("x")) as srv:
+        at = await srv.listen({}, request_id="i" * MAX_LISTEN_ID_LENGTH)
+        try:
+            acked = await at.wait_messages(1)
+            assert acked[0]["method"] == "notifications/subscriptions/acknowledged"
+            assert len(srv.transport.hub) == 1
+        finally:
+            at.close()
+        await wait_until(lambda: len(srv.transport.hub) == 0)
+        over = await srv.modern("subscriptions/listen", {"notifications": {}},
+                                request_id="i" * (MAX_LISTEN_ID_LENGTH + 1))
+        assert over.status == 400
+        assert over.json["error"]["code"] == -32600
+        assert f"{MAX_LISTEN_ID_LENGTH} characters" in over.json["error"]["message"]
+        assert len(srv.transport.hub) == 0  # nothing retained for the refusal
+
+
+def test_template_matches_a_uri_of_2048_characters_and_not_2049() -> None:
+    from tornado_mcp.uritemplate import MAX_URI_LENGTH, UriTemplate
+
+    tpl = UriTemplate("test://r/{n}")
+    prefix = "test://r/"
+    at = prefix + "x" * (MAX_URI_LENGTH - len(prefix))
+    assert len(at) == MAX_URI_LENGTH
+    assert tpl.match(at) == {"n": "x" * (MAX_URI_LENGTH - len(prefix))}
+    assert tpl.match(at + "x") is None
+
+
+async def test_stream_queue_holds_exactly_max_stream_queue_frames() -> None:
+    """max_stream_queue frames may wait behind a pending write; one more disconnects.
+
+    The handler is a stand-in whose flush never completes (a peer that reads nothing), so
+    the count is exact; the behaviour over real sockets is in test_listen.py.
+    """
+    from tornado_mcp.sse import SSEChannel
+
+    loop = asyncio.get_running_loop()
+    pending: asyncio.Future[None] = loop.create_future()
+
+    class StuckPeer:
+        class request:  # mirrors RequestHandler.request
+            connection = None
+
+        def set_header(self, name: str, value: str) -> None: ...
+        def write(self, data: bytes) -> None: ...
+        def flush(self) -> asyncio.Future[None]:
+            return pending
+        def finish(self) -> None: ...
+
+    overflows: list[str] = []
+    channel = SSEChannel(StuckPeer(), lambda: 3, on_overflow=overflows.append)
+    assert channel.send(b"first")  # written; its flush never completes
+    for i in range(3):
+        assert channel.send(f"q{i}".encode()), i  # queued: at the bound
+    assert channel.queue_depth == 3 and not channel.closed and overflows == []
+    assert not channel.send(b"one too many")
+    assert overflows == ["max_stream_queue"] and channel.closed
+    assert channel.queue_depth == 0  # nothing retained once refused
+    pending.cancel()
