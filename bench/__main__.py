@@ -30,6 +30,7 @@ from bench.loadgen import wrk_path
 from bench.scenarios import s1_throughput, s2_churn, s3_memory, s4_fanout, s5_abuse
 from bench.scenarios.common import Config
 from bench.servers import (
+    DEFAULT_OURS,
     REPO_DIR,
     Target,
     bare_target,
@@ -50,7 +51,6 @@ SCENARIOS: dict[str, Callable[[Sequence[Target], Config], dict[str, Any]]] = {
 }
 TS_DIR = REPO_DIR / "bench" / "fixtures" / "ts_server"
 DEFAULT_TS = "node bench/fixtures/ts_server/server.mjs"
-DEFAULT_OURS = "python examples/conformance_server.py --no-admin --log-level warning"
 DOCS_START = "<!-- bench:results:start -->"
 DOCS_END = "<!-- bench:results:end -->"
 

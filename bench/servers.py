@@ -25,6 +25,7 @@ HOST = "127.0.0.1"
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
 READY_TIMEOUT_S = 20.0
+DEFAULT_OURS = "python examples/conformance_server.py --no-admin --log-level warning"
 STOP_TIMEOUT_S = 5.0
 
 
@@ -292,7 +293,11 @@ def _wait_ready(server: ServerProcess, timeout: float) -> None:
 
 
 def start_server(
-    target: Target, options: ServerOptions, *, log_dir: Path | None = None
+    target: Target,
+    options: ServerOptions,
+    *,
+    log_dir: Path | None = None,
+    ready_timeout: float = READY_TIMEOUT_S,
 ) -> ServerProcess:
     port = free_port()
     argv = target.command(port, options)
@@ -316,7 +321,7 @@ def start_server(
     )
     server = ServerProcess(target, options, port, argv, proc, log_path, log_file)
     try:
-        _wait_ready(server, READY_TIMEOUT_S)
+        _wait_ready(server, ready_timeout)
     except BaseException:
         server.stop()
         raise

@@ -44,9 +44,17 @@ MODES = (
 )
 
 
-async def _prepare(server: ServerProcess, mode: Mode) -> tuple[str, dict[str, str]]:
-    """Open a session if needed, check one echo, return (path, headers) for the load."""
-    conn = Connection(server.port)
+async def prepare(
+    server: ServerProcess, mode: Mode, conn: Connection | None = None
+) -> tuple[str, dict[str, str]]:
+    """Open a session if needed, check one echo, return (path, headers) for the load.
+
+    On ``conn`` when given (left open, so the caller can go on with it on the same
+    keep-alive connection), else on a connection of its own, closed afterwards.
+    """
+    own = conn is None
+    if conn is None:
+        conn = Connection(server.port)
     try:
         if server.target.kind == "bare":
             path = mode.bare_path
@@ -73,10 +81,12 @@ async def _prepare(server: ServerProcess, mode: Mode) -> tuple[str, dict[str, st
             raise BenchError(f"{server.target.label} {mode.name}: echo returned {result!r}")
         return path, headers
     finally:
-        await conn.close()
+        if own:
+            await conn.close()
 
 
-def _body(mode: Mode, target: Target) -> str:
+def echo_body(mode: Mode, target: Target) -> str:
+    """The echo request body for ``target`` in ``mode``, its JSON-RPC id as ``__ID__``."""
     modern = mode.modern and target.kind != "bare"
     raw = tools_call_body(999_999_999, "echo", {"text": ECHO_TEXT}, modern).decode()
     return raw.replace("999999999", "__ID__", 1)
@@ -92,7 +102,7 @@ def run(targets: Sequence[Target], cfg: Config) -> dict[str, Any]:
         try:
             for target in chosen:
                 servers.append(start_server(target, mode.options, log_dir=cfg.log_dir))
-            prepared = {s.target.name: asyncio.run(_prepare(s, mode)) for s in servers}
+            prepared = {s.target.name: asyncio.run(prepare(s, mode)) for s in servers}
             for turn, connections in enumerate(cfg.s1_connections):
                 order = servers[turn % len(servers) :] + servers[: turn % len(servers)]
                 for server in order:
@@ -101,7 +111,7 @@ def run(targets: Sequence[Target], cfg: Config) -> dict[str, Any]:
                         server,
                         path=path,
                         headers=headers,
-                        body=_body(mode, server.target),
+                        body=echo_body(mode, server.target),
                         connections=connections,
                         duration_s=cfg.s1_duration_s,
                         use_wrk=cfg.use_wrk,
