@@ -20,7 +20,8 @@ import asyncio
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .errors import INVALID_REQUEST, MCPError, MissingClientCapability
+from .errors import MCPError, MissingClientCapability
+from .protocol import INVALID_REQUEST
 from .schemas import LOG_LEVELS
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""JSON-RPC and MCP error codes, and the exceptions that carry them.
+"""The exceptions that carry JSON-RPC and MCP errors (codes: :mod:`tornado_mcp.protocol`).
 
 Raise :class:`MCPError` (or one of its helpers) from a handler to answer with a JSON-RPC
 error; anything else a handler raises becomes -32603 with a generic message, and the
@@ -9,48 +9,30 @@ from __future__ import annotations
 
 from typing import Any
 
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-REQUEST_TIMEOUT = -32001
-RESOURCE_NOT_FOUND_LEGACY = -32002
-HEADER_MISMATCH = -32020
-MISSING_CLIENT_CAPABILITY = -32021
-UNSUPPORTED_PROTOCOL_VERSION = -32022
-URL_ELICITATION_REQUIRED = -32042
-
-#: Codes that the 2026-07-28 HTTP binding answers with 400 (and -32601 with 404).
-MODERN_BAD_REQUEST_CODES = frozenset(
-    {PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS, HEADER_MISMATCH,
-     MISSING_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION}
+from .protocol import (
+    METHOD_NOT_FOUND,
+    MISSING_CLIENT_CAPABILITY,
+    RESOURCE_NOT_FOUND_LEGACY,
 )
 
 
 class MCPError(Exception):
     """A JSON-RPC error to send back: ``code``, ``message`` and optional ``data``.
 
-    ``http_status`` overrides the status the transport would choose for it.
+    The codes are named in :mod:`tornado_mcp.protocol`.
     """
 
-    def __init__(self, code: int, message: str, data: Any = None,
-                 http_status: int | None = None) -> None:
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.data = data
-        self.http_status = http_status
 
     def to_error(self) -> dict[str, Any]:
         err: dict[str, Any] = {"code": self.code, "message": self.message}
         if self.data is not None:
             err["data"] = self.data
         return err
-
-
-def invalid_params(message: str, data: Any = None) -> MCPError:
-    return MCPError(INVALID_PARAMS, message, data)
 
 
 def method_not_found(method: str) -> MCPError:

@@ -18,22 +18,28 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import jsonio
-from .schemas import META_SUBSCRIPTION_ID
+from .protocol import (
+    META_SUBSCRIPTION_ID,
+    PROMPTS_LIST_CHANGED,
+    RESOURCES_LIST_CHANGED,
+    RESOURCES_UPDATED,
+    TOOLS_LIST_CHANGED,
+)
 from .sse import SSEChannel
 
+#: The list-changed notifications, each with the listen filter flag that asks for it.
 LIST_CHANGED = {
-    "notifications/tools/list_changed": "toolsListChanged",
-    "notifications/prompts/list_changed": "promptsListChanged",
-    "notifications/resources/list_changed": "resourcesListChanged",
+    TOOLS_LIST_CHANGED: "toolsListChanged",
+    PROMPTS_LIST_CHANGED: "promptsListChanged",
+    RESOURCES_LIST_CHANGED: "resourcesListChanged",
 }
-RESOURCE_UPDATED = "notifications/resources/updated"
-LISTEN_METHODS = frozenset((*LIST_CHANGED, RESOURCE_UPDATED))
+LISTEN_METHODS = frozenset((*LIST_CHANGED, RESOURCES_UPDATED))
 
 
 def change_key(method: str, params: dict[str, Any] | None) -> Any:
     """What makes two change notifications the same change (see ``SSEChannel.send``):
     the method, and for ``resources/updated`` the URI. ``None`` for anything else."""
-    if method == RESOURCE_UPDATED:
+    if method == RESOURCES_UPDATED:
         return (method, params.get("uri") if params is not None else None)
     return method if method in LIST_CHANGED else None
 
@@ -116,7 +122,7 @@ class NotificationHub:
         flag = LIST_CHANGED.get(method)
         if flag is not None:
             targets = self._by_flag[flag]
-        elif method == RESOURCE_UPDATED and params is not None:
+        elif method == RESOURCES_UPDATED and params is not None:
             targets = self._by_uri.get(str(params.get("uri")), set())
         else:
             return 0

@@ -10,19 +10,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .protocol import Refusal
+
 #: Keys of :attr:`Snapshot.refusals`, one per bound, counted since the transport started.
-REFUSAL_KINDS: tuple[str, ...] = (
-    "max_request_bytes",
-    "json_nesting",
-    "max_sessions",
-    "max_initialize_request_bytes",
-    "initialize_params_values",
-    "max_listen_subscriptions",
-    "max_resource_subscription_bytes",
-    "resource_subscription_uris",
-    "max_stream_queue",
-    "stream_stall_timeout",
-)
+REFUSAL_KINDS: tuple[str, ...] = tuple(kind.value for kind in Refusal)
 
 
 @dataclass(frozen=True)

@@ -23,10 +23,19 @@ class JSONDecodeError(ValueError):
     """The body is not JSON, is not UTF-8, or nests deeper than the bound."""
 
 
+class JSONNestingError(JSONDecodeError):
+    """The body is JSON that nests deeper than the bound."""
+
+
 if _orjson is not None:
     _dumps = _orjson.dumps
     _loads = _orjson.loads
     _decode_errors: tuple[type[Exception], ...] = (_orjson.JSONDecodeError,)
+
+    def _too_deep(exc: Exception) -> bool:
+        # orjson refuses documents nested past its own depth limit (1024) before
+        # our walk could see them; that is a nesting refusal as well.
+        return "depth limit" in str(exc)
 
     def dumps(value: Any) -> bytes:
         """Compact UTF-8 JSON."""
@@ -38,6 +47,9 @@ else:  # pragma: no cover
 
     def _no_constants(name: str) -> Any:
         raise ValueError(f"{name} is not JSON")
+
+    def _too_deep(exc: Exception) -> bool:
+        return isinstance(exc, RecursionError)
 
     def _loads(data: bytes) -> Any:
         # Strictly UTF-8 and strictly JSON (no NaN or Infinity), as orjson.
@@ -76,7 +88,8 @@ def _depth_exceeds(value: Any, limit: int) -> bool:
 
 
 def loads(data: bytes, max_nesting: int = MAX_JSON_NESTING) -> Any:
-    """Parse ``data``; raise :class:`JSONDecodeError` for bad JSON or nesting over the bound.
+    """Parse ``data``; raise :class:`JSONDecodeError` for bad JSON, and its subclass
+    :class:`JSONNestingError` for nesting over the bound.
 
     A body with no more brackets than the bound cannot nest deeper than it, so the depth
     walk only runs for bodies that could.
@@ -84,10 +97,12 @@ def loads(data: bytes, max_nesting: int = MAX_JSON_NESTING) -> Any:
     try:
         value = _loads(data)
     except _decode_errors as exc:
+        if _too_deep(exc):
+            raise JSONNestingError(f"nesting exceeds {max_nesting}") from None
         raise JSONDecodeError(str(exc)) from None
     if (data.count(b"[") + data.count(b"{") > max_nesting
             and type(value) in (dict, list) and _depth_exceeds(value, max_nesting)):
-        raise JSONDecodeError(f"nesting exceeds {max_nesting}")
+        raise JSONNestingError(f"nesting exceeds {max_nesting}")
     return value
 
 

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import jsonio
-from .errors import INVALID_PARAMS, MCPError
+from .errors import MCPError
+from .protocol import INVALID_PARAMS
 
 #: The client capability each kind of input request needs.
 INPUT_KIND_CAPABILITY = {

@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .protocol import ALL_VERSIONS
+
 log = logging.getLogger("tornado_mcp.options")
 
 KiB = 1024
@@ -32,9 +34,6 @@ MAX_RESOURCE_SUBSCRIPTION_URIS = 1024
 #: A modern request buffers or streams at most this many notifications before its response.
 MAX_REQUEST_NOTIFICATIONS = 1000
 
-LEGACY_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
-MODERN_VERSIONS = ("2026-07-28",)
-ALL_VERSIONS = MODERN_VERSIONS + LEGACY_VERSIONS
 
 
 class OptionError(ValueError):

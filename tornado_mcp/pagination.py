@@ -11,7 +11,8 @@ import binascii
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from .errors import INVALID_PARAMS, MCPError
+from .errors import MCPError
+from .protocol import INVALID_PARAMS
 
 T = TypeVar("T")
 _PREFIX = b"tmcp:"

@@ -24,17 +24,8 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol, TypeVar
 
 from .context import Context
-from .errors import (
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    METHOD_NOT_FOUND,
-    MCPError,
-    ResourceNotFound,
-    ToolError,
-    method_not_found,
-)
+from .errors import MCPError, ResourceNotFound, ToolError, method_not_found
 from .mrtr import INPUT_KIND_CAPABILITY, InputRequired, RequestStateCodec
-from .options import LEGACY_VERSIONS, MODERN_VERSIONS
 from .pagination import paginate
 from .primitives import (
     Handler,
@@ -46,10 +37,18 @@ from .primitives import (
     Tool,
     text,
 )
+from .protocol import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    LEGACY_VERSIONS,
+    META_SERVER_INFO,
+    METHOD_NOT_FOUND,
+    MISSING_CLIENT_CAPABILITY,
+    MODERN_VERSIONS,
+)
 from .schemas import (
     COMPLETE_PARAMS,
     CURSOR_PARAMS,
-    META_SERVER_INFO,
     PROMPT_GET_PARAMS,
     SET_LEVEL_PARAMS,
     TOOL_CALL_PARAMS,
@@ -586,7 +585,7 @@ class Server:
                 continue
             kept[key] = req
         if missing and not kept and raw.request_state is None:
-            raise MCPError(-32021, "Missing required client capability",
+            raise MCPError(MISSING_CLIENT_CAPABILITY, "Missing required client capability",
                            {"requiredCapabilities": missing})
         return InputRequired(kept, raw.request_state).to_result()
 

@@ -26,6 +26,7 @@ from tornado.ioloop import IOLoop
 from tornado.iostream import StreamClosedError
 
 from . import jsonio
+from .protocol import Refusal
 
 SSE_HEADERS = (
     ("Content-Type", "text/event-stream"),
@@ -52,7 +53,7 @@ class SSEChannel:
 
     def __init__(self, handler: Any, max_queue: Callable[[], int],
                  keepalive: Callable[[], float | None] = lambda: None,
-                 on_overflow: Callable[[str], None] | None = None,
+                 on_overflow: Callable[[Refusal], None] | None = None,
                  stall: Callable[[], float | None] = lambda: None) -> None:
         for name, value in SSE_HEADERS:
             handler.set_header(name, value)
@@ -100,7 +101,7 @@ class SSEChannel:
                 self._queued_keys.add(key)
             if len(self._queue) >= self._max_queue():
                 if self._on_overflow is not None:
-                    self._on_overflow("max_stream_queue")
+                    self._on_overflow(Refusal.MAX_STREAM_QUEUE)
                 self.abort()
                 return False
             self._queue.append(data)
@@ -210,7 +211,7 @@ class SSEChannel:
         stall = self._stall()
         if stall is not None and self._flushing and now - self._flush_started >= stall:
             if self._on_overflow is not None:
-                self._on_overflow("stream_stall_timeout")
+                self._on_overflow(Refusal.STREAM_STALL_TIMEOUT)
             self.abort()  # the peer has not taken a byte for too long
             return
         interval = self._keepalive()
