@@ -1,0 +1,263 @@
+"""The :class:`Transport`: what one MCP endpoint holds, and the interface its handlers use.
+
+A transport owns everything clients can make the server keep (sessions, GET streams,
+listen streams) and the :class:`~tornado_mcp.options.TransportOptions` that bound them.
+Its handlers (:class:`~tornado_mcp.transport.handler.MCPHandler`) serve each HTTP request
+through the methods in the "for the handlers" section and never touch its private state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import tornado.web
+from tornado.ioloop import IOLoop, PeriodicCallback
+from tornado.iostream import IOStream
+
+from .. import jsonio
+from ..errors import MCPError
+from ..hub import LIST_CHANGED, LISTEN_METHODS, NotificationHub, change_key
+from ..introspection import Snapshot
+from ..options import TransportOptions
+from ..protocol import INTERNAL_ERROR, LEGACY_VERSIONS, MODERN_VERSIONS, Refusal
+from ..server import Server
+from ..session import Session, SessionStore
+from ..sse import SSEChannel, frame
+from .handler import MCPHandler
+from .linger import linger_close
+from .security import RebindingGuard
+from .snapshot import take_snapshot
+
+#: How often idle sessions are looked for, in milliseconds.
+REAP_INTERVAL_MS = 5000
+
+
+class Transport:
+    """Serves one :class:`~tornado_mcp.Server` over Streamable HTTP, both eras on one
+    endpoint::
+
+        transport = Transport(server, max_sessions=1000)
+        app = tornado.web.Application([*transport.routes("/mcp"), ...])
+
+    Keyword arguments are :class:`~tornado_mcp.options.TransportOptions` (or pass
+    ``options=``).  Mount it with :meth:`routes` or :meth:`mount`, stop it with
+    :meth:`close`, and read what it holds with :meth:`snapshot`.  Everything runs on the
+    application's IOLoop; the notify methods of :class:`~tornado_mcp.Server` and
+    :class:`~tornado_mcp.Session` may be called from other threads.
+    """
+
+    def __init__(self, server: Server, options: TransportOptions | None = None,
+                 **option_values: Any) -> None:
+        if options is not None and option_values:
+            raise TypeError("pass either options= or option keywords, not both")
+        self.server = server
+        self.options = options if options is not None else TransportOptions(**option_values)
+        self.hub = NotificationHub()
+        self.sessions = SessionStore(lambda: self.options.max_sessions,
+                                     lambda: self.options.session_idle_timeout,
+                                     self._session_removed)
+        self.refusals: Counter[str] = Counter({kind.value: 0 for kind in Refusal})
+        self.requests_total = 0
+        self.started_at = time.time()
+        self.closing = False
+        self.rebinding = RebindingGuard(self.options)
+        versions = self.options.protocol_versions  # not live: fixed for the transport's life
+        #: The eras this endpoint serves, and its modern versions in preference order.
+        self.serves_legacy = any(v in versions for v in LEGACY_VERSIONS)
+        self.serves_modern = any(v in versions for v in MODERN_VERSIONS)
+        self.modern_versions = [v for v in MODERN_VERSIONS if v in versions]
+        self._loop: IOLoop | None = None
+        self._loop_thread: int | None = None
+        self._reaper: PeriodicCallback | None = None
+        self._handlers: set[MCPHandler] = set()
+        self._lingering: set[asyncio.Future[None]] = set()
+        server.add_sink(self)
+
+    # -- mounting ---------------------------------------------------------------------------
+    def routes(self, path: str = "/mcp") -> list[tuple[str, type[MCPHandler], dict[str, Any]]]:
+        """URL rules for ``tornado.web.Application`` serving MCP at ``path``."""
+        return [(path, MCPHandler, {"transport": self})]
+
+    def mount(self, app: tornado.web.Application, path: str = "/mcp",
+              host_pattern: str = r".*") -> None:
+        """Add the MCP endpoint to an existing application."""
+        app.add_handlers(host_pattern, self.routes(path))
+
+    # -- for the handlers --------------------------------------------------------------------
+    def attach(self, handler: MCPHandler) -> None:
+        """A request has started: bind to its IOLoop (the first time) and track it, so
+        :meth:`close` can cancel it."""
+        if self._loop is None:
+            self._start()
+        self._handlers.add(handler)
+
+    def detach(self, handler: MCPHandler) -> None:
+        """The request is over, or no longer ours to cancel."""
+        self._handlers.discard(handler)
+
+    def linger(self, stream: IOStream, response: bytes) -> None:
+        """Answer on a connection taken from Tornado, then close it without a reset
+        (see :mod:`~tornado_mcp.transport.linger`); :meth:`close` ends what is left."""
+        task = asyncio.ensure_future(linger_close(stream, response))
+        self._lingering.add(task)
+        task.add_done_callback(self._lingering.discard)
+
+    @property
+    def lingering(self) -> int:
+        """Refused connections still draining their peer's body."""
+        return len(self._lingering)
+
+    def count_refusal(self, kind: Refusal) -> None:
+        self.refusals[kind] += 1
+
+    def host_origin_verdict(self, host_header: str | None, origin: str | None) -> str | None:
+        """The refusal message for this Host/Origin pair, or ``None`` when it is allowed.
+
+        The DNS-rebinding check of the MCP endpoint, for other handlers mounted beside it
+        (the dashboard uses it) to apply the same rule.
+        """
+        return self.rebinding.verdict(host_header, origin)
+
+    def open_session(self, version: str, params: dict[str, Any]) -> Session | None:
+        """A new legacy session for an ``initialize`` with ``params``; ``None`` when
+        ``max_sessions`` is reached."""
+        session = Session(self.sessions.new_id(), version, params.get("clientInfo"),
+                          params.get("capabilities"), jsonio.count_values(params))
+        if not self.sessions.admit(session):
+            return None
+        session.notifier = self._session_notify
+        return session
+
+    # -- loop affinity ----------------------------------------------------------------------
+    def _start(self) -> None:
+        self._loop = IOLoop.current()
+        self._loop_thread = threading.get_ident()
+        if not self.options.stateless:
+            self._reaper = PeriodicCallback(self._reap, REAP_INTERVAL_MS)
+            self._reaper.start()
+
+    def _reap(self) -> None:
+        if self.options.session_idle_timeout is not None:
+            self.sessions.reap()
+
+    def _on_loop(self, fn: Callable[[], Any]) -> bool:
+        """Run ``fn`` on the IOLoop: now if we are on it, else soon. False if never started."""
+        if self._loop is None:
+            return False
+        if threading.get_ident() == self._loop_thread:
+            fn()
+        else:
+            self._loop.add_callback(fn)
+        return True
+
+    # -- notifications ----------------------------------------------------------------------
+    def publish(self, method: str, params: dict[str, Any] | None) -> None:
+        """Deliver a server-wide notification (the :class:`~tornado_mcp.Server` calls this)."""
+        self._on_loop(lambda: self._publish_now(method, params))
+
+    def _publish_now(self, method: str, params: dict[str, Any] | None) -> int:
+        delivered = self.hub.publish(method, params)
+        if method in LIST_CHANGED:
+            data = frame({"jsonrpc": "2.0", "method": method,
+                          **({"params": params} if params else {})})
+            key = change_key(method, params)
+            for session in self.sessions:
+                channel = session.get_channel
+                if channel is not None and channel.send(data, key):
+                    delivered += 1
+        return delivered
+
+    def _session_notify(self, session: Session, method: str,
+                        params: dict[str, Any] | None, fan_out: bool) -> bool:
+        if threading.get_ident() != self._loop_thread:
+            def later() -> None:
+                self._session_notify(session, method, params, fan_out)
+            return self._on_loop(later)
+        if fan_out and method in LISTEN_METHODS:  # listen streams everywhere, once
+            self.server.publish(method, params)
+        channel = session.get_channel
+        if channel is None:
+            return False
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        return channel.send(frame(message), change_key(method, params))
+
+    def _session_removed(self, session: Session) -> None:
+        session.notifier = None
+        if session.get_channel is not None:
+            session.get_channel.close()
+            session.get_channel = None
+        for ctx in list(session.in_flight.values()):
+            ctx.cancel()
+        for fut in session.pending.values():
+            if not fut.done():
+                fut.set_exception(MCPError(INTERNAL_ERROR, "Session closed while waiting for "
+                                                           "the client's response"))
+        session.pending.clear()
+
+    # -- administration ---------------------------------------------------------------------
+    def end_session(self, session_id: str) -> bool:
+        """End a legacy session now (its id then gets 404). Call on the IOLoop."""
+        session = self.sessions.get(session_id)
+        return session is not None and self.sessions.remove(session)
+
+    async def close_stream(self, stream_id: str) -> bool:
+        """Close one listen stream gracefully: it receives its final result first."""
+        stream = self.hub.get(stream_id)
+        if stream is None:
+            return False
+        self.hub.remove(stream)
+        stream.channel.close(stream.final_result())
+        try:
+            await asyncio.wait_for(asyncio.shield(stream.channel.done), 5.0)
+        except TimeoutError:
+            stream.channel.abort()  # the peer is not reading: drop it
+        return True
+
+    async def close(self, timeout: float = 5.0) -> None:
+        """Shut down gracefully: every acknowledged listen stream gets its final result,
+        every session ends (its GET stream closed, its requests cancelled), no task is left.
+        """
+        self.closing = True
+        if self._reaper is not None:
+            self._reaper.stop()
+            self._reaper = None
+        channels: list[SSEChannel] = []
+        for stream in self.hub:
+            self.hub.remove(stream)
+            stream.channel.close(stream.final_result())
+            channels.append(stream.channel)
+        for session in self.sessions:
+            if session.get_channel is not None:
+                channels.append(session.get_channel)
+            self.sessions.remove(session)
+        for handler in list(self._handlers):
+            handler.cancel_request()
+        if channels:
+            await asyncio.wait([asyncio.ensure_future(c.done) for c in channels],
+                               timeout=timeout)
+            for channel in channels:
+                channel.abort()  # a peer that did not take its last bytes is dropped
+        for task in list(self._lingering):  # refusals still draining a peer's body
+            task.cancel()
+        if self._lingering:
+            await asyncio.wait(list(self._lingering), timeout=timeout)
+        self.server.remove_sink(self)
+
+    def snapshot(self, sessions: bool = True, streams: bool = True,
+                 stream_uris: bool = False) -> Snapshot:
+        """A consistent, read-only picture of what the transport holds right now: its
+        totals, limits and refusals, and (unless turned off) one row per session and per
+        listen stream (with each stream's URIs when ``stream_uris``)."""
+        return take_snapshot(self, sessions, streams, stream_uris)
+
+    @property
+    def in_progress(self) -> int:
+        """HTTP requests being served right now."""
+        return len(self._handlers)

@@ -1,0 +1,314 @@
+"""The Tornado side of the endpoint: :class:`MCPHandler`.
+
+One instance serves one HTTP request.  It owns what is HTTP about it: the hooks Tornado
+calls, the body limit and the refusals answered before the body is read, choosing the
+protocol era of a POST, and writing responses (JSON, SSE, errors).  What each era does
+with a request lives in :mod:`.legacy` and :mod:`.modern`; state shared between requests
+lives on the :class:`~tornado_mcp.transport.core.Transport`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from http.client import responses as HTTP_REASONS
+from typing import TYPE_CHECKING, Any
+
+import tornado.web
+from tornado.iostream import StreamClosedError
+
+from .. import jsonio
+from ..protocol import (
+    HEADER_PROTOCOL_VERSION,
+    HEADER_SESSION_ID,
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    LEGACY_VERSIONS,
+    MODERN_VERSIONS,
+    PARSE_ERROR,
+    Era,
+    Refusal,
+)
+from ..sse import SSE_HEADERS, SSEChannel, frame
+from . import headers, legacy, modern
+from .jsonrpc import Reply, error_body
+from .request import RequestStream
+
+if TYPE_CHECKING:
+    from .core import Transport
+
+log = logging.getLogger("tornado_mcp.transport")
+
+#: The HTTP server may read this much past ``max_request_bytes`` before it gives up on a
+#: body itself; ours refuses first, with a JSON-RPC error.
+BODY_SLACK = 256 * 1024
+
+
+@tornado.web.stream_request_body
+class MCPHandler(tornado.web.RequestHandler):
+    """The MCP endpoint. One instance per HTTP request; state lives on the transport."""
+
+    SUPPORTED_METHODS = ("GET", "POST", "DELETE", "PUT", "PATCH", "OPTIONS", "HEAD")
+
+    transport: Transport
+
+    def initialize(self, transport: Transport) -> None:
+        self.transport = transport
+        self._chunks: list[bytes] = []
+        self._size = 0
+        #: This response as an SSE stream, once :meth:`open_channel` made it one.
+        self.channel: SSEChannel | None = None
+        #: Called when the client disconnects before the response is complete.
+        self.on_disconnect: Callable[[], None] | None = None
+        #: The request a ``Context`` is handling, once one is dispatched.
+        self.exchange: RequestStream | None = None
+
+    # -- Tornado hooks ----------------------------------------------------------------------
+    def check_xsrf_cookie(self) -> None:
+        """MCP clients are not browsers with cookies; Origin checks guard this endpoint."""
+
+    def set_default_headers(self) -> None:
+        self.clear_header("Server")  # less to write on every response, and nothing to leak
+
+    def prepare(self) -> None:
+        """Checks that need no body; a refusal is answered before the body is read.
+
+        Synchronous: no coroutine to create and await per request.
+        """
+        t = self.transport
+        t.attach(self)
+        try:
+            if t.options.dns_rebinding_protection:
+                h = self.request.headers
+                verdict = t.rebinding.verdict(h.get("Host"), h.get("Origin"))
+                if verdict is not None:
+                    raise Reply(403, INVALID_REQUEST, verdict)
+            if self.request.method == "POST":
+                limit = t.options.max_request_bytes
+                self.request.connection.set_max_body_size(limit + BODY_SLACK)  # type: ignore[union-attr]
+                declared = self.request.headers.get("Content-Length")
+                if declared is not None and declared.isdigit() and int(declared) > limit:
+                    raise _too_large(limit)
+        except Reply as reply:
+            if reply.status == 413:
+                self._refuse_unread(reply)
+            else:
+                self.write_reply(reply)
+                self.finish()
+
+    def data_received(self, chunk: bytes) -> None:
+        if self._finished:
+            return
+        self._size += len(chunk)
+        limit = self.transport.options.max_request_bytes
+        if self._size > limit:
+            self._chunks = []
+            self._refuse_unread(_too_large(limit))
+            return
+        self._chunks.append(chunk)
+
+    def on_connection_close(self) -> None:
+        if self.on_disconnect is not None:
+            self.on_disconnect()
+        body = getattr(self.request, "_body_future", None)
+        if body is not None and not body.done():
+            # The peer left mid-upload: Tornado will never finish this request, so
+            # on_finish will not run. Let go of the handler and what it had read.
+            self._chunks = []
+            self.transport.detach(self)
+        super().on_connection_close()
+
+    def on_finish(self) -> None:
+        self.transport.detach(self)
+
+    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
+        if isinstance(value, StreamClosedError):
+            return
+        super().log_exception(typ, value, tb)
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        """Every error is a JSON-RPC error body; never a traceback."""
+        self.set_header("Content-Type", "application/json")
+        if status_code == 405:
+            body = error_body(None, INVALID_REQUEST, "Method not allowed")
+        elif status_code >= 500:
+            body = error_body(None, INTERNAL_ERROR, "Internal server error")
+        else:
+            body = error_body(None, INVALID_REQUEST, self._reason or "Bad request")
+        self.finish(jsonio.dumps(body))
+
+    # -- HTTP methods -----------------------------------------------------------------------
+    def post(self) -> Awaitable[None]:
+        return self._guarded(self._post)
+
+    def get(self) -> Awaitable[None]:
+        return self._guarded(lambda: legacy.get(self))
+
+    def delete(self) -> Awaitable[None]:
+        return self._guarded(lambda: legacy.delete(self))
+
+    def put(self) -> Awaitable[None]:
+        return self._guarded(_not_allowed)
+
+    def patch(self) -> Awaitable[None]:
+        return self._guarded(_not_allowed)
+
+    def options(self) -> Awaitable[None]:
+        return self._guarded(_not_allowed)
+
+    def head(self) -> Awaitable[None]:
+        return self._guarded(_not_allowed)
+
+    async def _guarded(self, work: Callable[[], Awaitable[None]]) -> None:
+        """Run ``work``, answering a :class:`Reply` it raises; never a traceback."""
+        if self._finished:
+            return
+        if self.transport.closing:
+            self.write_reply(Reply(503, INTERNAL_ERROR, "Service unavailable: shutting down"))
+            self.finish()
+            return
+        try:
+            await work()
+        except Reply as reply:
+            if not self._finished:
+                self.write_reply(reply)
+                self.finish()
+        except (StreamClosedError, asyncio.CancelledError):
+            # The peer went away, or the loop is shutting down under us.
+            self.drop_channel()
+        except Exception:
+            log.exception("unexpected error serving %s", self.request.method)
+            if not self._finished and not self._headers_written:
+                self.write_reply(Reply(500, INTERNAL_ERROR, "Internal server error"))
+                self.finish()
+
+    async def _post(self) -> None:
+        """Choose the era from the headers (and, for ``initialize``, the body), check what
+        both eras require of a POST, parse the body, and hand it to the era."""
+        t = self.transport
+        t.requests_total += 1
+        req_headers = self.request.headers
+        header = headers.single(req_headers, HEADER_PROTOCOL_VERSION)
+        era: Era | None = Era.LEGACY  # None: decided by the body (a modern header, no session)
+        if not t.serves_legacy:
+            era = Era.MODERN
+        elif header and header not in LEGACY_VERSIONS:
+            if header not in MODERN_VERSIONS:
+                era = Era.MODERN  # an unknown version: the modern path refuses it
+            elif t.serves_modern and HEADER_SESSION_ID not in req_headers:
+                era = None
+        json_response = t.options.json_response
+        accept = req_headers.get("Accept")
+        if era is Era.LEGACY and json_response:
+            headers.require_accept(accept, "application/json")
+        elif not (era is None and json_response and headers.accepts(accept, "application/json")):
+            headers.require_accept(accept, "application/json", "text/event-stream")
+        if headers.media_type(req_headers.get("Content-Type") or "") != "application/json":
+            raise Reply(415, INVALID_REQUEST,
+                        "Unsupported Media Type: Content-Type must be application/json")
+        body = b"".join(self._chunks)
+        self._chunks = []
+        try:
+            message = jsonio.loads(body)
+        except jsonio.JSONNestingError:
+            raise Reply(400, PARSE_ERROR, "Parse error: Invalid JSON",
+                        refusal=Refusal.JSON_NESTING) from None
+        except jsonio.JSONDecodeError:
+            raise Reply(400, PARSE_ERROR, "Parse error: Invalid JSON") from None
+        if era is None:
+            era = Era.LEGACY if legacy.is_initialize(message) else Era.MODERN
+        if era is Era.MODERN:
+            await modern.post(self, message, header)
+        else:
+            await legacy.post(self, message, header, body)
+
+    # -- for the eras -----------------------------------------------------------------------
+    @property
+    def done(self) -> bool:
+        """The response is complete; nothing more may be written."""
+        return self._finished
+
+    def single_header(self, name: str) -> str | None:
+        return headers.single(self.request.headers, name)
+
+    def request_stream(self) -> RequestStream:
+        """The request a ``Context`` talks through (one per HTTP request, batches too)."""
+        if self.exchange is None:
+            self.exchange = RequestStream(self)
+        return self.exchange
+
+    def open_channel(self, keepalive: Callable[[], float | None]) -> SSEChannel:
+        """Make this response an SSE stream, bounded by the live options."""
+        opts = self.transport.options
+        self.channel = SSEChannel(self, lambda: opts.max_stream_queue, keepalive,
+                                  self.transport.count_refusal,
+                                  lambda: opts.stream_stall_timeout)
+        return self.channel
+
+    def drop_channel(self) -> None:
+        """Abort this response's SSE stream, if it has one (the peer is gone)."""
+        if self.channel is not None:
+            self.channel.abort()
+
+    def cancel_request(self) -> None:
+        """Cancel the handler running for this request, if any (shutdown, disconnect)."""
+        if self.exchange is not None:
+            self.exchange.cancel()
+
+    def write_reply(self, reply: Reply) -> None:
+        """Set the status and JSON-RPC error body of ``reply`` (the caller finishes)."""
+        if reply.refusal is not None:
+            self.transport.count_refusal(reply.refusal)
+        self.clear()
+        self.set_status(reply.status)
+        self.set_header("Content-Type", "application/json")
+        self.write(reply.body())
+
+    def send_json(self, status: int, message: Any,
+                  extra_headers: dict[str, str] | None = None) -> None:
+        if status != 200:
+            self.set_status(status)
+        self.set_header("Content-Type", "application/json")
+        if extra_headers:
+            for name, value in extra_headers.items():
+                self.set_header(name, value)
+        self.finish(jsonio.dumps(message))
+
+    def send_sse(self, message: Any | None) -> None:
+        """Answer with a complete SSE response: one event, or none (``None``)."""
+        for name, value in SSE_HEADERS:
+            self.set_header(name, value)
+        self.finish(frame(message) if message is not None else None)
+
+    def accepted(self) -> None:
+        self.set_status(202)
+        self.finish()
+
+    # -- refusing before the body is read ---------------------------------------------------
+    def _refuse_unread(self, reply: Reply) -> None:
+        """Answer before the body is read, and never read it: the connection is taken
+        from Tornado and closed after a bounded linger (see :mod:`.linger`)."""
+        if reply.refusal is not None:
+            self.transport.count_refusal(reply.refusal)
+        body = reply.body()
+        head = (f"HTTP/1.1 {reply.status} {HTTP_REASONS.get(reply.status, 'Error')}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+                "Connection: close\r\n\r\n").encode("latin-1")
+        self.transport.detach(self)
+        self.log_refusal(reply.status)
+        self.transport.linger(self.detach(), head + body)
+
+    def log_refusal(self, status: int) -> None:
+        """Log a refusal answered before reading the body (a hook to override)."""
+        log.info("%d %s %s (%s): refused before reading the body", status,
+                 self.request.method, self.request.uri, self.request.remote_ip)
+
+
+def _too_large(limit: int) -> Reply:
+    return Reply(413, INVALID_REQUEST, f"Payload too large: request body exceeds {limit} bytes",
+                 refusal=Refusal.MAX_REQUEST_BYTES)
+
+
+async def _not_allowed() -> None:
+    raise Reply(405, INVALID_REQUEST, "Method not allowed")

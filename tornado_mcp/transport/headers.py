@@ -1,0 +1,92 @@
+"""Reading the request headers MCP cares about: media types, ``Accept``, single-valued
+headers, and the 2026-07-28 routing headers' value encoding and comparison.
+
+Parsed header values are memoised, but only short ones (up to :data:`MAX_CACHED_HEADER`
+characters), so a client cannot make the caches hold large strings of its choosing.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from tornado.httputil import HTTPHeaders
+
+from ..protocol import HEADER_MISMATCH, INVALID_REQUEST
+from .jsonrpc import Reply
+
+T = TypeVar("T")
+
+#: Header values longer than this are parsed each time instead of being cached.
+MAX_CACHED_HEADER = 256
+
+
+def cached_when_short(parse: Callable[[str], T]) -> Callable[[str], T]:
+    """``parse``, memoised for header values up to :data:`MAX_CACHED_HEADER` characters."""
+    cached = functools.lru_cache(maxsize=256)(parse)
+
+    def lookup(header: str) -> T:
+        return cached(header) if len(header) <= MAX_CACHED_HEADER else parse(header)
+    return lookup
+
+
+@cached_when_short
+def media_type(header: str) -> str:
+    """``application/json; charset=utf-8`` -> ``application/json``."""
+    return header.split(";", 1)[0].strip().lower()
+
+
+@cached_when_short
+def _offered(header: str) -> frozenset[str]:
+    return frozenset(part.split(";", 1)[0].strip().lower() for part in header.split(","))
+
+
+def accepts(header: str | None, *wanted: str) -> bool:
+    """Does an ``Accept`` header admit every one of ``wanted``?"""
+    if not header:
+        return False
+    offered = _offered(header)
+    if "*/*" in offered:
+        return True
+    return all(w in offered or f"{w.split('/')[0]}/*" in offered for w in wanted)
+
+
+def require_accept(header: str | None, *wanted: str) -> None:
+    """Refuse with 406 unless ``Accept`` admits every one of ``wanted``."""
+    if not accepts(header, *wanted):
+        raise Reply(406, INVALID_REQUEST,
+                    f"Not Acceptable: Accept header must include {' and '.join(wanted)}")
+
+
+def single(headers: HTTPHeaders, name: str) -> str | None:
+    """The one value of header ``name``, stripped; a duplicated header is a mismatch."""
+    values = headers.get_list(name)
+    if len(values) > 1:
+        raise Reply(400, HEADER_MISMATCH, f"Header mismatch: duplicated {name} header")
+    return values[0].strip() if values else None
+
+
+def decode_value(value: str) -> str:
+    """A routing header's value: as sent, or decoded from ``=?base64?...?=``."""
+    if value.startswith("=?base64?") and value.endswith("?="):
+        try:
+            return base64.b64decode(value[9:-2], validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            raise Reply(400, HEADER_MISMATCH, "Header mismatch: invalid base64 header value") \
+                from None
+    return value
+
+
+def value_matches(header: str, value: Any) -> bool:
+    """Does a decoded ``Mcp-Param-*`` header value stand for the argument ``value``?"""
+    if isinstance(value, bool):
+        return header == ("true" if value else "false")
+    if isinstance(value, int | float):
+        try:
+            return float(header) == float(value)
+        except (ValueError, OverflowError):
+            return False
+    return bool(header == value)

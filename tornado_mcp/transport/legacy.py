@@ -1,0 +1,268 @@
+"""The legacy era (2025-03-26, 2025-06-18, 2025-11-25): ``initialize`` opens a session
+named by ``Mcp-Session-Id``; POST carries requests, notifications, responses to the
+server's own requests and (2025-03-26 only) batches; GET opens the session's stream of
+server-initiated messages; DELETE ends the session.
+
+Each function serves one request on the :class:`~.handler.MCPHandler` it is given and
+answers a refusal by raising :class:`~.jsonrpc.Reply`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .. import jsonio
+from ..errors import MCPError
+from ..options import MAX_INITIALIZE_PARAMS_VALUES
+from ..protocol import (
+    BATCHING_VERSION,
+    CANCELLED,
+    DEFAULT_LEGACY_VERSION,
+    HEADER_MISMATCH,
+    HEADER_PROTOCOL_VERSION,
+    HEADER_SESSION_ID,
+    INITIALIZE,
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    LEGACY_VERSIONS,
+    META_VERSION,
+    MODERN_VERSIONS,
+    SERVER_DISCOVER,
+    Refusal,
+)
+from ..schemas import INITIALIZE_PARAMS, load
+from ..session import Session
+from . import headers
+from .jsonrpc import Kind, Reply, classify, error_body, safe_id, valid_id
+from .request import dispatch, run_request
+
+if TYPE_CHECKING:
+    from .handler import MCPHandler
+
+IN_FLIGHT_CONFLICT = "Conflict: Request id is already in flight for this session"
+SINGLE_OBJECT = "Invalid Request: JSON-RPC body must be a single request object"
+
+
+def is_initialize(message: Any) -> bool:
+    """A legacy ``initialize``: the method, without the modern ``_meta`` envelope."""
+    if not isinstance(message, dict) or message.get("method") != INITIALIZE:
+        return False
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return not (isinstance(meta, dict) and META_VERSION in meta)
+
+
+# -- POST ----------------------------------------------------------------------------------
+async def post(h: MCPHandler, message: Any, header: str | None, body: bytes) -> None:
+    opts = h.transport.options
+    if isinstance(message, list):
+        await _batch(h, message)
+        return
+    if not isinstance(message, dict):
+        raise Reply(400, INVALID_REQUEST, SINGLE_OBJECT)
+    request_id = message.get("id")
+    method = message.get("method")
+    params = message.get("params")
+    has_session = HEADER_SESSION_ID in h.request.headers
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    if isinstance(meta, dict) and META_VERSION in meta:
+        if header in MODERN_VERSIONS and not has_session:
+            raise Reply(400, INVALID_REQUEST,
+                        f"Bad Request: this endpoint does not serve protocol {header}; "
+                        "open a session with `initialize`", request_id)
+        if header in MODERN_VERSIONS:
+            raise Reply(400, INVALID_REQUEST,
+                        "Invalid Request: the session already negotiated the legacy "
+                        "lifecycle via `initialize`", request_id)
+        raise Reply(400, HEADER_MISMATCH,
+                    "Header mismatch: MCP-Protocol-Version header is missing or legacy "
+                    "while the body carries the modern _meta envelope", request_id)
+    if method == INITIALIZE:
+        await _initialize(h, message, body)
+        return
+    if method == SERVER_DISCOVER and not has_session:
+        await run_request(h, message, None, json_only=True)
+        return
+    session = None if opts.stateless else session_from_header(h)
+    check_version(h)
+    kind = classify(message)
+    if kind is Kind.NOTIFICATION:
+        _client_notification(method, params, session)
+        h.accepted()
+    elif kind is Kind.RESPONSE:
+        _client_response(message, session)
+        h.accepted()
+    elif kind is Kind.REQUEST:
+        if session is not None and valid_id(request_id) and request_id in session.in_flight:
+            raise Reply(409, INVALID_REQUEST, IN_FLIGHT_CONFLICT, request_id)
+        await run_request(h, message, session, json_only=opts.json_response)
+    else:
+        raise Reply(400, INVALID_REQUEST, "Invalid Request", safe_id(request_id))
+
+
+async def _batch(h: MCPHandler, batch: list[Any]) -> None:
+    """2025-03-26 allowed batches; later versions and sessionless calls do not.
+
+    One JSON array answers the batch, so its requests never stream."""
+    session = None if h.transport.options.stateless else session_from_header(h)
+    version = check_version(h)
+    negotiated = session.protocol_version if session else version
+    if not batch or negotiated != BATCHING_VERSION or not all(isinstance(m, dict) for m in batch):
+        raise Reply(400, INVALID_REQUEST, SINGLE_OBJECT)
+    if any(m.get("method") == INITIALIZE for m in batch):
+        raise Reply(400, INVALID_REQUEST, "Invalid Request: initialize cannot be batched")
+    stream = h.request_stream()
+    stream.json_only = True
+    responses = []
+    for m in batch:
+        kind = classify(m)
+        if kind is Kind.NOTIFICATION:
+            _client_notification(m.get("method"), m.get("params"), session)
+        elif kind is Kind.RESPONSE:
+            _client_response(m, session)
+        elif kind is Kind.REQUEST:
+            rid = m.get("id")
+            if session is not None and valid_id(rid) and rid in session.in_flight:
+                responses.append(error_body(rid, INVALID_REQUEST, IN_FLIGHT_CONFLICT))
+                continue
+            reply = await dispatch(stream, m, session, None)
+            if reply is not None:  # a cancelled request is not answered
+                responses.append(reply)
+        else:
+            responses.append(error_body(None, INVALID_REQUEST, "Invalid Request"))
+    if responses:
+        h.send_json(200, responses)
+    else:
+        h.accepted()
+
+
+def _client_notification(method: Any, params: Any, session: Session | None) -> None:
+    if method == CANCELLED and session is not None and isinstance(params, dict):
+        request_id = params.get("requestId")
+        ctx = session.in_flight.get(request_id) if valid_id(request_id) else None
+        if ctx is not None:
+            ctx.cancel()
+
+
+def _client_response(message: dict[str, Any], session: Session | None) -> None:
+    """The client answered one of the server's own requests."""
+    if session is not None:
+        fut = session.pending.pop(str(message.get("id")), None)
+        if fut is not None and not fut.done():
+            fut.set_result(message)
+
+
+async def _initialize(h: MCPHandler, message: dict[str, Any], body: bytes) -> None:
+    t = h.transport
+    opts = t.options
+    request_id = message.get("id")
+    params = message.get("params")
+    if not opts.stateless:
+        bound = opts.max_initialize_request_bytes
+        if bound is not None and len(body) > bound:
+            raise Reply(413, INVALID_REQUEST,
+                        f"Payload too large: initialize request body exceeds {bound} bytes",
+                        safe_id(request_id), refusal=Refusal.MAX_INITIALIZE_REQUEST_BYTES)
+        if jsonio.count_values_exceeds(params, MAX_INITIALIZE_PARAMS_VALUES):
+            raise Reply(413, INVALID_REQUEST,
+                        "Payload too large: initialize request params exceed "
+                        f"{MAX_INITIALIZE_PARAMS_VALUES} JSON values",
+                        safe_id(request_id), refusal=Refusal.INITIALIZE_PARAMS_VALUES)
+        existing = h.request.headers.get(HEADER_SESSION_ID)
+        if existing:
+            if t.sessions.get(existing.strip()) is not None:
+                raise Reply(400, INVALID_REQUEST, "Invalid Request: Server already initialized",
+                            safe_id(request_id))
+            raise Reply(404, INVALID_REQUEST, "Session not found")
+    if "id" not in message:
+        h.accepted()  # an initialize notification: nothing to answer, nothing kept
+        return
+    if message.get("jsonrpc") != "2.0" or not valid_id(request_id):
+        h.send_json(200, error_body(safe_id(request_id), INVALID_REQUEST, "Invalid Request"))
+        return
+    try:
+        p = load(INITIALIZE_PARAMS, params, "initialize")
+    except MCPError as exc:
+        h.send_json(200, error_body(request_id, exc.code, exc.message))
+        return
+    version = t.server.negotiate_version(p["protocolVersion"], opts.protocol_versions)
+    result = {"jsonrpc": "2.0", "id": request_id, "result": t.server.initialize_result(version)}
+    if opts.stateless:
+        h.send_json(200, result)
+        return
+    assert isinstance(params, dict)  # the schema above guarantees it
+    session = t.open_session(version, params)
+    if session is None:
+        raise Reply(503, INTERNAL_ERROR, "Service unavailable: maximum concurrent sessions "
+                                         f"({opts.max_sessions}) reached",
+                    refusal=Refusal.MAX_SESSIONS)
+    h.send_json(200, result, {HEADER_SESSION_ID: session.id})
+
+
+# -- GET and DELETE ------------------------------------------------------------------------
+async def get(h: MCPHandler) -> None:
+    """Open the session's stream of server-initiated messages (one per session)."""
+    opts = h.transport.options
+    if _addressed_to_modern(h) or opts.stateless:
+        raise Reply(405, INVALID_REQUEST, "Method not allowed")
+    headers.require_accept(h.request.headers.get("Accept"), "text/event-stream")
+    session = session_from_header(h)
+    check_version(h)
+    if session.get_channel is not None and not session.get_channel.closed:
+        raise Reply(409, INVALID_REQUEST, "Conflict: Only one SSE stream is allowed per session")
+    channel = h.open_channel(lambda: opts.sse_keepalive_interval)
+    session.get_channel = channel
+    h.on_disconnect = channel.abort
+    channel.start()
+    try:
+        await channel.done
+    finally:
+        if session.get_channel is channel:
+            session.get_channel = None
+        session.touch()
+
+
+async def delete(h: MCPHandler) -> None:
+    """End the session named by ``Mcp-Session-Id``."""
+    t = h.transport
+    if _addressed_to_modern(h) or t.options.stateless:
+        raise Reply(405, INVALID_REQUEST, "Method not allowed")
+    session = session_from_header(h)
+    check_version(h)
+    t.sessions.remove(session)
+    h.send_json(200, {"success": True})
+
+
+def _addressed_to_modern(h: MCPHandler) -> bool:
+    """GET and DELETE: is this request addressed to the 2026 era (which has neither)?"""
+    if not h.transport.serves_legacy:
+        return True
+    header = (h.request.headers.get(HEADER_PROTOCOL_VERSION) or "").strip()
+    if not header or header in LEGACY_VERSIONS:
+        return False
+    if header in MODERN_VERSIONS:
+        return HEADER_SESSION_ID not in h.request.headers
+    return True  # unknown version: the modern path, which answers 405
+
+
+# -- sessions and versions -----------------------------------------------------------------
+def session_from_header(h: MCPHandler) -> Session:
+    session_id = h.request.headers.get(HEADER_SESSION_ID)
+    if not session_id:
+        raise Reply(400, INVALID_REQUEST, "Bad Request: Missing session ID")
+    session = h.transport.sessions.get(session_id.strip())
+    if session is None:
+        raise Reply(404, INVALID_REQUEST, "Session not found")
+    return session
+
+
+def check_version(h: MCPHandler) -> str:
+    """The request's ``MCP-Protocol-Version`` (2025-03-26 when absent), if served."""
+    header = h.request.headers.get(HEADER_PROTOCOL_VERSION)
+    version = DEFAULT_LEGACY_VERSION if header is None else header.strip()
+    versions = h.transport.options.protocol_versions
+    if version not in versions and not (version == DEFAULT_LEGACY_VERSION and header is None):
+        raise Reply(400, INVALID_REQUEST,
+                    f"Bad Request: Unsupported protocol version: {version}. "
+                    f"Supported versions: {', '.join(versions)}")
+    return version

@@ -1,0 +1,72 @@
+"""DNS-rebinding protection: the Host and Origin headers a request may carry.
+
+A browser page on a hostile site can resolve its own name to 127.0.0.1 and reach a local
+server; the Host it sends still names the hostile site.  Loopback names are always
+allowed; anything else must be listed in ``allowed_hosts`` (and a cross-origin Origin in
+``allowed_origins``).
+"""
+
+from __future__ import annotations
+
+from ..options import TransportOptions
+from .headers import MAX_CACHED_HEADER
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
+#: Verdicts kept at most; the cache simply starts over when full.
+VERDICT_CACHE_SIZE = 1024
+
+
+def rebinding_verdict(host_header: str | None, origin: str | None,
+                      opts: TransportOptions) -> str | None:
+    """The refusal message for this Host/Origin pair, or ``None`` when it is allowed."""
+    host = (host_header or "").strip().lower()
+    if host:
+        bare = host[: host.index("]") + 1] if host.startswith("[") and "]" in host \
+            else host.rsplit(":", 1)[0]
+        if not (bare in LOOPBACK_HOSTS or host in opts.allowed_hosts
+                or bare in opts.allowed_hosts):
+            return "Forbidden: Invalid Host header"
+    if origin is None:
+        return None
+    o = origin.strip().lower()
+    if o in opts.allowed_origins:
+        return None
+    scheme, sep, authority = o.partition("://")
+    if not sep or not authority or "/" in authority or scheme not in ("http", "https"):
+        return "Forbidden: Invalid Origin header"
+    default = ":443" if scheme == "https" else ":80"
+    if authority.endswith(default):
+        authority = authority[: -len(default)]
+    if host.endswith((":80", ":443")):
+        host = host.rsplit(":", 1)[0]
+    return None if authority == host else "Forbidden: Invalid Origin header"
+
+
+class RebindingGuard:
+    """:func:`rebinding_verdict` for one transport's options, with verdicts cached per
+    short Host/Origin pair (the allowed hosts and origins are fixed for its life)."""
+
+    __slots__ = ("_cache", "_options")
+
+    def __init__(self, options: TransportOptions) -> None:
+        self._options = options
+        self._cache: dict[tuple[str | None, str | None], str | None] = {}
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    def cached_header_chars(self) -> int:
+        """Characters of client-sent header values the cache holds (bounded)."""
+        return sum(len(h or "") + len(o or "") for h, o in self._cache)
+
+    def verdict(self, host_header: str | None, origin: str | None) -> str | None:
+        if len(host_header or "") + len(origin or "") > MAX_CACHED_HEADER:
+            return rebinding_verdict(host_header, origin, self._options)
+        key = (host_header, origin)
+        cache = self._cache
+        if key in cache:
+            return cache[key]
+        if len(cache) >= VERDICT_CACHE_SIZE:
+            cache.clear()
+        verdict = cache[key] = rebinding_verdict(host_header, origin, self._options)
+        return verdict
