@@ -18,6 +18,7 @@ from typing import Any
 
 import tornado.web
 
+from .dashboard import dashboard_routes
 from .options import OPTION_SPECS, OptionError, TransportOptions
 from .server import Server
 from .transport import Transport
@@ -90,14 +91,10 @@ async def _serve(server: Server, options: TransportOptions, args: argparse.Names
         routes.extend(extra_routes(transport))
     admin_line = ""
     if not args.no_admin:
-        admin: Any
-        try:
-            import admin_ui as admin
-        except ImportError:  # pragma: no cover - the dashboard ships with the library
-            admin = None
-        if admin is not None and hasattr(admin, "routes"):
-            token = args.admin_token or secrets.token_urlsafe(18)
-            routes.extend(admin.routes(transport, prefix="/admin", token=token))
+        token = args.admin_token or secrets.token_urlsafe(18)
+        admin_routes = dashboard_routes(transport, "/admin", token)
+        if admin_routes is not None:
+            routes.extend(admin_routes)
             admin_line = (f"dashboard: http://{_display(args.host)}:{{port}}/admin/"
                           f"  (token: {token})")
     app = tornado.web.Application(routes)
