@@ -18,6 +18,7 @@ See ``docs/getting-started.md`` for the tour and ``docs/options.md`` for every l
 
 from .context import Context
 from .errors import MCPError, MissingClientCapability, ResourceNotFound, ToolError
+from .identity import ANONYMOUS, Principal
 from .introspection import SessionInfo, Snapshot, StreamInfo, Totals
 from .mrtr import InputRequired, RequestStateCodec, elicitation, roots, sampling
 from .options import OptionError, TransportOptions
@@ -29,12 +30,14 @@ from .transport import MCPHandler, Transport
 __version__ = "0.1.0"
 
 __all__ = [
+    "ANONYMOUS",
     "Context",
     "InputRequired",
     "MCPError",
     "MCPHandler",
     "MissingClientCapability",
     "OptionError",
+    "Principal",
     "PromptArgument",
     "RequestStateCodec",
     "ResourceNotFound",

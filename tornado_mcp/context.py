@@ -17,10 +17,12 @@ it, and :attr:`Context.cancelled` turns true when the client cancels it.
 from __future__ import annotations
 
 import asyncio
+import types
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import MCPError, MissingClientCapability
+from .identity import ANONYMOUS, Principal
 from .protocol import INVALID_REQUEST
 from .schemas import LOG_LEVELS
 
@@ -29,6 +31,19 @@ if TYPE_CHECKING:
     from .session import Session
 
 _LEVEL_RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
+
+
+class HTTPRequestFacts(Protocol):
+    """What a ``Context`` reads of the HTTP request (Tornado's request object has both)."""
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    @property
+    def remote_ip(self) -> str | None: ...
+
+
+_NO_HEADERS: Mapping[str, str] = types.MappingProxyType({})
 
 
 class RequestChannel(Protocol):
@@ -51,12 +66,14 @@ class Context:
     __slots__ = (
         "_cancelled",
         "_channel",
+        "_http",
         "_state_data",
         "envelope",
         "listen_served",
         "method",
         "modern",
         "params",
+        "principal",
         "progress_token",
         "request_id",
         "served_versions",
@@ -69,7 +86,9 @@ class Context:
                  request_id: Any, channel: RequestChannel | None, *,
                  session: Session | None = None, envelope: dict[str, Any] | None = None,
                  listen_served: bool = True,
-                 served_versions: tuple[str, ...] | None = None) -> None:
+                 served_versions: tuple[str, ...] | None = None,
+                 principal: Principal = ANONYMOUS,
+                 http: HTTPRequestFacts | None = None) -> None:
         self.server = server
         self.method = method
         self.params = params
@@ -80,12 +99,28 @@ class Context:
         self.listen_served = listen_served
         #: The protocol versions the transport serves (``server/discover`` lists these).
         self.served_versions = served_versions
+        #: Who is calling (:data:`~tornado_mcp.identity.ANONYMOUS` without authentication).
+        self.principal = principal
+        self._http = http
         self._channel = channel
         self._cancelled = False
         self._state_data: Any = None
         self.task: asyncio.Task[Any] | None = None
         meta = params.get("_meta")
         self.progress_token = meta.get("progressToken") if isinstance(meta, dict) else None
+
+    # -- facts about the HTTP request ---------------------------------------------------
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """The request's HTTP headers, read-only (names are case-insensitive)."""
+        if self._http is None:
+            return _NO_HEADERS
+        return types.MappingProxyType(self._http.headers)
+
+    @property
+    def remote_ip(self) -> str | None:
+        """The client's address, as the HTTP server saw it."""
+        return self._http.remote_ip if self._http is not None else None
 
     # -- facts about the client -------------------------------------------------------
     @property

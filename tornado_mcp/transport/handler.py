@@ -19,6 +19,7 @@ import tornado.web
 from tornado.iostream import StreamClosedError
 
 from .. import jsonio
+from ..identity import ANONYMOUS, Principal
 from ..protocol import (
     HEADER_PROTOCOL_VERSION,
     HEADER_SESSION_ID,
@@ -63,6 +64,8 @@ class MCPHandler(tornado.web.RequestHandler):
         self.on_disconnect: Callable[[], None] | None = None
         #: The request a ``Context`` is handling, once one is dispatched.
         self.exchange: RequestStream | None = None
+        #: Who is calling, as the endpoint's authentication established it.
+        self.principal: Principal = ANONYMOUS
 
     # -- Tornado hooks ----------------------------------------------------------------------
     def check_xsrf_cookie(self) -> None:

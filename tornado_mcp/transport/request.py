@@ -173,7 +173,8 @@ async def dispatch(stream: RequestStream, message: dict[str, Any], session: Sess
         return error_body(safe_id(request_id), INVALID_REQUEST, "Invalid Request")
     ctx = Context(t.server, method, params or {}, request_id, stream, session=session,
                   envelope=envelope, listen_served=t.options.serve_subscriptions_listen,
-                  served_versions=t.options.protocol_versions)
+                  served_versions=t.options.protocol_versions,
+                  principal=stream.handler.principal, http=stream.handler.request)
     stream.ctx = ctx
     if session is not None:
         session.in_flight[request_id] = ctx  # in flight: never idle until it is done
