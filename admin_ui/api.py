@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
+from prometheus_client import generate_latest
+
 from tornado_mcp.introspection import REFUSAL_KINDS, SessionInfo, StreamInfo
 from tornado_mcp.options import (
     MAX_INITIALIZE_PARAMS_VALUES,
@@ -258,10 +260,7 @@ class MetricsHandler(AdminHandler):
     """``GET metrics``: Prometheus text exposition format (bearer token or login cookie)."""
 
     def get(self) -> None:
-        admin = self.admin
-        snap = admin.transport.snapshot(sessions=True, streams=True)
-        body = metrics.render(snap, admin.probe.read(measure_cpu=False),
-                              admin.probe.cpu_seconds())
+        body = generate_latest(self.admin.metrics)  # runs this mount's collector
         self.set_header("Content-Type", metrics.CONTENT_TYPE)
         self.finish(body)
 
