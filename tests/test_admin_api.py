@@ -557,4 +557,4 @@ def test_limit_schema_accepts_what_the_options_accept() -> None:
     with pytest.raises(FieldErrors) as info:
         load_limit_changes({"max_request_bytes": None, "sse_keepalive_interval": float("nan")})
     assert set(info.value.errors) == {"max_request_bytes", "sse_keepalive_interval"}
-    assert "cannot be removed" in info.value.errors["max_request_bytes"]
+    assert info.value.errors["max_request_bytes"] == "may not be none"  # the library's
