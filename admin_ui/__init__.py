@@ -31,21 +31,23 @@ import tornado.web
 from tornado.routing import Rule
 from tornado.web import RedirectHandler, url
 
-from .handlers import (
-    AdminStaticFileHandler,
+from .api import (
     ApiNotFoundHandler,
     HistoryHandler,
     LimitsHandler,
-    LoginHandler,
-    LogoutHandler,
     MetricsHandler,
-    NotFoundHandler,
     OverviewHandler,
-    PageHandler,
     SessionHandler,
     SessionsHandler,
     StreamHandler,
     StreamsHandler,
+)
+from .pages import (
+    AdminStaticFileHandler,
+    LoginHandler,
+    LogoutHandler,
+    NotFoundHandler,
+    PageHandler,
 )
 from .state import STATIC_DIR, AdminState, TransportLike
 

@@ -1,10 +1,10 @@
-"""The Prometheus endpoint: the same numbers as the dashboard, in text exposition format.
+"""The Prometheus endpoint: the same numbers as the dashboard, through ``prometheus_client``.
 
 Every bound is exported as a gauge right after the usage it bounds, so a graph or an alert
 can divide one by the other::
 
-    tornado_mcp_sessions 42
-    tornado_mcp_option_max_sessions 10000
+    tornado_mcp_sessions 42.0
+    tornado_mcp_option_max_sessions 10000.0
 
 A limit that is switched off (``None``) is exported as ``+Inf``.  Refusals, one series per
 bound, and handled requests are counters (``..._total``).  There are no per-session labels:
@@ -13,12 +13,23 @@ largest session's retained bytes stand in for them.
 
 Process metrics use the names the official Prometheus clients use (``process_*``), so the
 usual dashboards pick them up.
+
+The numbers are read at scrape time by a custom collector (:class:`TransportCollector`: one
+``transport.snapshot()`` and a few ``psutil`` calls per scrape), registered on a
+:class:`~prometheus_client.CollectorRegistry` of each mount's own (:func:`registry`), never on
+the library's global one: two dashboards in one process export two transports, and nothing
+else registered globally leaks into them.  ``api.MetricsHandler`` serves
+``generate_latest(registry)``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable
+
+from prometheus_client import CONTENT_TYPE_PLAIN_0_0_4, CollectorRegistry
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from tornado_mcp.introspection import Snapshot
 from tornado_mcp.options import (
@@ -27,66 +38,52 @@ from tornado_mcp.options import (
     OPTION_SPECS,
 )
 
-from .history import ProcessStats
+from .history import ProcessProbe, ProcessStats
 
-#: The ``Content-Type`` of the text exposition format.
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+#: The ``Content-Type`` of what ``generate_latest`` writes: the text exposition format 0.0.4.
+#: (``CONTENT_TYPE_LATEST`` names format 1.0.0 since prometheus_client 0.23; the bytes
+#: ``generate_latest`` writes with its default escaping are the 0.0.4 format, which is also
+#: what prometheus_client itself answers a scraper that asks for nothing newer.)
+CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
 PREFIX = "tornado_mcp"
 
 
-def _num(value: object) -> str:
+def _value(value: object) -> float:
+    """A sample's value; ``None`` (a limit switched off) is ``+Inf``."""
     if value is None:
-        return "+Inf"
-    if isinstance(value, bool):
-        return "1" if value else "0"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isinf(value):
-            return "+Inf" if value > 0 else "-Inf"
-        if math.isnan(value):
-            return "NaN"
-        return repr(value)
+        return math.inf
+    if isinstance(value, int | float):
+        return float(value)
     raise TypeError(f"not a metric value: {value!r}")
 
 
-def _escape_label(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+class _Families:
+    """Metric families in the order they are exposed."""
 
-
-class _Writer:
     def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def metric(
-        self,
-        name: str,
-        kind: str,
-        help_text: str,
-        samples: Iterable[tuple[dict[str, str], object]],
-    ) -> None:
-        self.lines.append(f"# HELP {name} {help_text}")
-        self.lines.append(f"# TYPE {name} {kind}")
-        for labels, value in samples:
-            label_text = ""
-            if labels:
-                inner = ",".join(f'{k}="{_escape_label(v)}"' for k, v in labels.items())
-                label_text = "{" + inner + "}"
-            self.lines.append(f"{name}{label_text} {_num(value)}")
+        self.out: list[Metric] = []
 
     def gauge(self, name: str, help_text: str, value: object) -> None:
-        self.metric(f"{PREFIX}_{name}", "gauge", help_text, [({}, value)])
+        self.out.append(GaugeMetricFamily(name, help_text, value=_value(value)))
+
+    def counter(self, name: str, help_text: str, value: object) -> None:
+        # ``name`` ends in ``_total``: prometheus_client keeps the family name without it and
+        # exposes the family and its sample as ``name`` again.
+        self.out.append(CounterMetricFamily(name, help_text, value=_value(value)))
+
+    def usage(self, name: str, help_text: str, value: object) -> None:
+        self.gauge(f"{PREFIX}_{name}", help_text, value)
 
     def option(self, snap: Snapshot, option: str) -> None:
         spec = next(s for s in OPTION_SPECS if s.name == option)
         unit = " (seconds)" if spec.kind == "seconds" else ""
-        self.gauge(f"option_{option}", f"Current value of the {option} option{unit}; "
+        self.usage(f"option_{option}", f"Current value of the {option} option{unit}; "
                    f"+Inf means no limit.", snap.limits.get(option))
 
 
-def render(snap: Snapshot, process: ProcessStats, cpu_seconds: float) -> str:
-    """Render one scrape from a full snapshot (with session and stream rows)."""
-    w = _Writer()
+def families(snap: Snapshot, process: ProcessStats, cpu_seconds: float) -> list[Metric]:
+    """Every metric family of one scrape, from a full snapshot (with session and stream rows)."""
+    f = _Families()
     t = snap.totals
     largest_retained_bytes = max((s.retained_bytes for s in snap.sessions), default=0)
     largest_retained_values = max((s.retained_values for s in snap.sessions), default=0)
@@ -94,61 +91,86 @@ def render(snap: Snapshot, process: ProcessStats, cpu_seconds: float) -> str:
     largest_uri_bytes = max((s.uri_bytes for s in snap.streams), default=0)
     deepest_queue = max((s.queue_depth for s in snap.streams), default=0)
 
-    w.gauge("sessions", "Legacy sessions open now.", t.sessions)
-    w.option(snap, "max_sessions")
-    w.gauge("listen_streams", "subscriptions/listen streams open now.", t.listen_streams)
-    w.option(snap, "max_listen_subscriptions")
-    w.gauge("largest_session_retained_bytes",
+    f.usage("sessions", "Legacy sessions open now.", t.sessions)
+    f.option(snap, "max_sessions")
+    f.usage("listen_streams", "subscriptions/listen streams open now.", t.listen_streams)
+    f.option(snap, "max_listen_subscriptions")
+    f.usage("largest_session_retained_bytes",
             "Retained initialize bytes of the largest session.", largest_retained_bytes)
-    w.option(snap, "max_initialize_request_bytes")
-    w.gauge("largest_session_retained_values",
+    f.option(snap, "max_initialize_request_bytes")
+    f.usage("largest_session_retained_values",
             "Retained JSON values of the largest session.", largest_retained_values)
-    w.gauge("max_initialize_params_values",
+    f.usage("max_initialize_params_values",
             "Fixed bound on JSON values one session may retain.", MAX_INITIALIZE_PARAMS_VALUES)
-    w.gauge("largest_stream_uri_bytes",
+    f.usage("largest_stream_uri_bytes",
             "Subscribed URI bytes of the largest listen stream.", largest_uri_bytes)
-    w.option(snap, "max_resource_subscription_bytes")
-    w.gauge("largest_stream_uri_count",
+    f.option(snap, "max_resource_subscription_bytes")
+    f.usage("largest_stream_uri_count",
             "Subscribed URIs of the largest listen stream.", largest_uri_count)
-    w.gauge("max_resource_subscription_uris",
+    f.usage("max_resource_subscription_uris",
             "Fixed bound on URIs one listen stream may name.", MAX_RESOURCE_SUBSCRIPTION_URIS)
-    w.gauge("deepest_stream_queue", "Frames queued on the most backed-up listen stream.",
+    f.usage("deepest_stream_queue", "Frames queued on the most backed-up listen stream.",
             deepest_queue)
-    w.option(snap, "max_stream_queue")
-    w.gauge("retained_bytes", "Bytes retained by sessions and listen streams together.",
+    f.option(snap, "max_stream_queue")
+    f.usage("retained_bytes", "Bytes retained by sessions and listen streams together.",
             t.retained_bytes)
-    w.gauge("retained_values", "JSON values retained by sessions.", t.retained_values)
-    w.gauge("subscription_uris", "Resource URIs named by all listen streams.",
+    f.usage("retained_values", "JSON values retained by sessions.", t.retained_values)
+    f.usage("subscription_uris", "Resource URIs named by all listen streams.",
             t.subscription_uris)
-    w.gauge("subscription_uri_bytes", "Bytes of the resource URIs named by all listen streams.",
+    f.usage("subscription_uri_bytes", "Bytes of the resource URIs named by all listen streams.",
             t.subscription_uri_bytes)
-    w.gauge("get_streams", "Legacy GET (standalone SSE) streams open now.", t.get_streams)
-    w.gauge("in_flight_requests", "Requests being handled now.", t.in_flight)
+    f.usage("get_streams", "Legacy GET (standalone SSE) streams open now.", t.get_streams)
+    f.usage("in_flight_requests", "Requests being handled now.", t.in_flight)
 
     shown = {"max_sessions", "max_listen_subscriptions", "max_initialize_request_bytes",
              "max_resource_subscription_bytes", "max_stream_queue"}
     for spec in OPTION_SPECS:
         if spec.live and spec.name not in shown:
-            w.option(snap, spec.name)
+            f.option(snap, spec.name)
 
-    w.metric(f"{PREFIX}_requests_total", "counter",
-             "JSON-RPC messages handled since the transport started.",
-             [({}, snap.requests_total)])
-    w.metric(f"{PREFIX}_refusals_total", "counter",
-             "Requests refused by each bound since the transport started.",
-             [({"bound": k}, v) for k, v in sorted(snap.refusals.items())])
-    w.metric(f"{PREFIX}_start_time_seconds", "gauge",
-             "When the transport started, in seconds since the epoch.",
-             [({}, float(snap.started_at))])
+    f.counter(f"{PREFIX}_requests_total",
+              "JSON-RPC messages handled since the transport started.", snap.requests_total)
+    refusals = CounterMetricFamily(
+        f"{PREFIX}_refusals_total",
+        "Requests refused by each bound since the transport started.",
+        labels=["bound"],
+    )
+    for bound, count in sorted(snap.refusals.items()):
+        refusals.add_metric([bound], _value(count))
+    f.out.append(refusals)
+    f.gauge(f"{PREFIX}_start_time_seconds",
+            "When the transport started, in seconds since the epoch.", snap.started_at)
 
-    w.metric("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.",
-             [({}, process.rss_bytes)])
-    w.metric("process_cpu_seconds_total", "counter", "User and system CPU time in seconds.",
-             [({}, cpu_seconds)])
+    f.gauge("process_resident_memory_bytes", "Resident memory size in bytes.",
+            process.rss_bytes)
+    f.counter("process_cpu_seconds_total", "User and system CPU time in seconds.", cpu_seconds)
     if process.open_fds is not None:
-        w.metric("process_open_fds", "gauge", "Open file descriptors.",
-                 [({}, process.open_fds)])
-    w.metric("process_threads", "gauge", "OS threads in the process.", [({}, process.threads)])
-    w.metric("process_start_time_seconds", "gauge",
-             "Process start time in seconds since the epoch.", [({}, process.started_at)])
-    return "\n".join(w.lines) + "\n"
+        f.gauge("process_open_fds", "Open file descriptors.", process.open_fds)
+    f.gauge("process_threads", "OS threads in the process.", process.threads)
+    f.gauge("process_start_time_seconds", "Process start time in seconds since the epoch.",
+            process.started_at)
+    return f.out
+
+
+class TransportCollector(Collector):
+    """A custom collector: reads a snapshot and the process on every scrape, keeps nothing.
+
+    ``take`` returns a full snapshot (``transport.snapshot(sessions=True, streams=True)``);
+    passing it in rather than the transport keeps the collector easy to feed made-up numbers.
+    """
+
+    def __init__(self, take: Callable[[], Snapshot], probe: ProcessProbe) -> None:
+        self._take = take
+        self._probe = probe
+
+    def collect(self) -> list[Metric]:
+        snap = self._take()
+        probe = self._probe
+        return families(snap, probe.read(measure_cpu=False), probe.cpu_seconds())
+
+
+def registry(take: Callable[[], Snapshot], probe: ProcessProbe) -> CollectorRegistry:
+    """A new registry holding one :class:`TransportCollector` (one per dashboard mount)."""
+    reg = CollectorRegistry(auto_describe=False)  # no scrape at registration
+    reg.register(TransportCollector(take, probe))
+    return reg

@@ -4,24 +4,24 @@ Both schemas answer the same way when input is wrong: a dict with one plain-Engl
 per field, ready to send back as ``{"errors": {...}}`` with status 400 and to show next to
 the field in the form.
 
-The limits schema is built from :data:`tornado_mcp.options.OPTION_SPECS`, so a live option
+The limits schema gives a ``PATCH api/limits`` body its shape: an object whose keys are
+option names, one field per option of :data:`tornado_mcp.options.OPTION_SPECS`, so an option
 added to the library shows up here (and in the form) with no change to this package.  It
-checks the *shape* of each value; the library's own :meth:`TransportOptions.update` then
-applies the change (all or nothing) and has the last word.
+has no rules of its own for the values: each field hands its value to the library's
+:meth:`OptionSpec.coerce <tornado_mcp.options.OptionSpec.coerce>` (with the JSON rules), so
+the dashboard refuses exactly what the library refuses, with the library's messages.  The
+library's :meth:`TransportOptions.update` then applies the change (all or nothing) and has
+the last word.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields, validate
 
-from tornado_mcp.options import LIVE_OPTIONS, OPTION_SPECS, SPECS_BY_NAME, OptionSpec
-
-#: Largest integer a browser's JavaScript can hold exactly; larger limits are refused.
-MAX_SAFE_INTEGER = 2**53 - 1
+from tornado_mcp.options import NOT_LIVE, OPTION_SPECS, UNKNOWN_OPTION, OptionSpec
 
 #: Columns ``GET api/sessions?sort=`` accepts.
 SESSION_SORT_KEYS: tuple[str, ...] = (
@@ -46,66 +46,51 @@ STREAM_SORT_KEYS: tuple[str, ...] = (
 MAX_PAGE = 500
 
 
-def _none_hint(spec: OptionSpec) -> str:
-    return ", or null for no limit" if spec.nullable else ""
+class OptionValue(fields.Raw):
+    """A new value for one option, judged by the library: ``spec.coerce(value, from_json=True)``.
 
-
-def _value_validator(spec: OptionSpec) -> Callable[[Any], None]:
-    """Return a marshmallow validator that checks one value of ``spec``'s kind.
-
-    JSON has no integer type of its own and ``True`` is an ``int`` in Python, so each kind
-    says exactly what it takes: ``"5"`` or ``true`` is never a count of sessions.
+    ``null`` goes to the library too (it knows which options may be switched off), and an
+    option that cannot change while the server runs is refused with the library's message.
     """
 
-    def check_int(value: Any) -> None:
-        whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-        if isinstance(value, bool) or not whole:
-            raise ValidationError(f"Must be a whole number{_none_hint(spec)}.")
-        if value < 1:
-            raise ValidationError(f"Must be at least 1{_none_hint(spec)}.")
-        if value > MAX_SAFE_INTEGER:
-            raise ValidationError(f"Must be at most {MAX_SAFE_INTEGER}.")
+    def __init__(self, spec: OptionSpec) -> None:
+        super().__init__(
+            required=False,
+            allow_none=spec.nullable,
+            metadata={"help": spec.help, "kind": spec.kind, "live": spec.live},
+        )
+        self.spec = spec
 
-    def check_seconds(value: Any) -> None:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValidationError(f"Must be a number of seconds{_none_hint(spec)}.")
-        if not math.isfinite(value) or value <= 0:
-            raise ValidationError(f"Must be more than 0 seconds{_none_hint(spec)}.")
+    def _validate_missing(self, value: Any) -> None:
+        if value is not None:  # null is the library's to judge, like any other value
+            super()._validate_missing(value)
 
-    def check_bool(value: Any) -> None:
-        if not isinstance(value, bool):
-            raise ValidationError("Must be true or false.")
-
-    checks = {"int": check_int, "seconds": check_seconds, "bool": check_bool}
-    if spec.kind not in checks:
-        raise ValueError(f"{spec.name}: kind {spec.kind!r} cannot be tuned from the dashboard")
-    return checks[spec.kind]
+    def _deserialize(
+        self, value: Any, attr: str | None, data: Mapping[str, Any] | None, **kwargs: Any
+    ) -> Any:
+        if not self.spec.live:
+            raise ValidationError(NOT_LIVE)
+        try:
+            return self.spec.coerce(value, from_json=True)
+        except ValueError as exc:
+            raise ValidationError(str(exc)) from None
 
 
-def _limit_field(spec: OptionSpec) -> fields.Field:  # type: ignore[type-arg,unused-ignore]
-    return fields.Raw(
-        required=False,
-        allow_none=spec.nullable,
-        validate=_value_validator(spec),
-        error_messages={"null": "May not be null: this limit cannot be removed."},
-        metadata={"help": spec.help, "kind": spec.kind},
-    )
+class _OptionsSchema(Schema):
+    """A key that names no option is refused with the library's message."""
+
+    error_messages = {"unknown": UNKNOWN_OPTION}
 
 
 def _build_limits_schema() -> type[Schema]:
-    specs = [s for s in OPTION_SPECS if s.live]
-    return Schema.from_dict({s.name: _limit_field(s) for s in specs}, name="LimitsSchema")
+    return _OptionsSchema.from_dict(
+        {s.name: OptionValue(s) for s in OPTION_SPECS}, name="LimitsSchema"
+    )
 
 
-#: The schema for ``PATCH api/limits`` bodies: every live option, all optional.
+#: The schema for ``PATCH api/limits`` bodies: every option, all optional (only live ones
+#: may change).
 LimitsSchema: type[Schema] = _build_limits_schema()
-
-
-def _kind(value: Any) -> int:
-    """Turn ``1.0`` into ``1`` so integer options receive integers."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value  # type: ignore[no-any-return]
 
 
 def load_limit_changes(body: Any) -> dict[str, Any]:
@@ -116,23 +101,17 @@ def load_limit_changes(body: Any) -> dict[str, Any]:
     >>> load_limit_changes({"max_sessions": 0})
     Traceback (most recent call last):
       ...
-    admin_ui.schemas.FieldErrors: max_sessions: Must be at least 1, or null for no limit.
+    admin_ui.schemas.FieldErrors: max_sessions: must be a positive integer or none
     """
     if not isinstance(body, Mapping):
         raise FieldErrors({"_body": "Send a JSON object of the limits to change."})
-    # Name options that exist but cannot change live more helpfully than "Unknown field."
-    fixed = {k: "Cannot be changed while the server runs." for k in body
-             if k in SPECS_BY_NAME and k not in LIVE_OPTIONS}
-    rest = {k: v for k, v in body.items() if k not in fixed}
     try:
-        loaded: dict[str, Any] = LimitsSchema(unknown=RAISE).load(rest)
+        loaded: dict[str, Any] = LimitsSchema(unknown=RAISE).load(body)
     except ValidationError as exc:
-        raise FieldErrors({**flatten_messages(exc.messages), **fixed}) from None
-    if fixed:
-        raise FieldErrors(fixed)
+        raise FieldErrors(flatten_messages(exc.messages)) from None
     if not loaded:
         raise FieldErrors({"_body": "Name at least one limit to change."})
-    return {k: _kind(v) if SPECS_BY_NAME[k].kind == "int" else v for k, v in loaded.items()}
+    return loaded
 
 
 class _PageSchema(Schema):

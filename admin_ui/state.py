@@ -19,11 +19,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import jinja2
+from prometheus_client import CollectorRegistry
 from tornado.web import StaticFileHandler
 
 from tornado_mcp.introspection import Snapshot
 from tornado_mcp.options import TransportOptions
 
+from . import metrics
 from .auth import Gatekeeper
 from .history import History, ProcessProbe
 
@@ -78,6 +80,10 @@ class AdminState:
         self.probe = ProcessProbe()
         self.history = History(
             lambda: transport.snapshot(sessions=False, streams=False), self.probe
+        )
+        #: This mount's own Prometheus registry (never prometheus_client's global one).
+        self.metrics: CollectorRegistry = metrics.registry(
+            lambda: transport.snapshot(sessions=True, streams=True), self.probe
         )
         self.events: deque[Event] = deque(maxlen=EVENT_LOG_SIZE)
         self.templates = jinja2.Environment(

@@ -35,6 +35,15 @@ MAX_RESOURCE_SUBSCRIPTION_URIS = 1024
 MAX_REQUEST_NOTIFICATIONS = 1000
 
 
+#: Largest integer an option may be given from JSON (``OptionSpec.coerce(from_json=True)``):
+#: 2**53 - 1, the largest every JSON reader, a browser's included, holds exactly.
+MAX_JSON_INTEGER = 2**53 - 1
+
+#: :attr:`OptionError.errors` message for a name that is not an option.
+UNKNOWN_OPTION = "unknown option"
+#: :attr:`OptionError.errors` message for an option :meth:`TransportOptions.update` cannot change.
+NOT_LIVE = "cannot be changed while the server runs"
+
 
 class OptionError(ValueError):
     """A transport option was given a value it cannot take.
@@ -60,9 +69,20 @@ class OptionSpec:
     def flag(self) -> str:
         return "--" + self.name.replace("_", "-")
 
-    def coerce(self, value: Any) -> Any:
-        """Validate ``value`` (already parsed, or a command-line string) for this option."""
-        if isinstance(value, str) and self.kind not in ("hosts", "versions"):
+    def coerce(self, value: Any, *, from_json: bool = False) -> Any:
+        """Validate ``value`` for this option; return it as the option holds it.
+
+        ``value`` is a Python value, or text as the command line gives it (``"10"``,
+        ``"none"``).  With ``from_json=True`` it is a value decoded from JSON instead (the
+        dashboard's limits API): a string is then never read as a number or a boolean, a
+        whole number written as a float (``5.0``) counts as an integer, since JSON has one
+        number type, and an integer may be at most :data:`MAX_JSON_INTEGER`.  The rules and
+        the messages are the same either way.
+        """
+        if from_json:
+            if self.kind == "int" and isinstance(value, float) and value.is_integer():
+                value = int(value)
+        elif isinstance(value, str) and self.kind not in ("hosts", "versions"):
             value = _parse_text(self, value)
         if value is None:
             if self.nullable:
@@ -77,15 +97,21 @@ class OptionSpec:
                 raise ValueError(
                     "must be a positive integer" + (" or none" if self.nullable else "")
                 )
+            if from_json and value > MAX_JSON_INTEGER:
+                raise ValueError(f"must be at most {MAX_JSON_INTEGER}")
             return value
         if self.kind == "seconds":
+            not_seconds = ("must be a positive number of seconds"
+                           + (" or none" if self.nullable else ""))
             if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ValueError("must be a positive number of seconds"
-                                 + (" or none" if self.nullable else ""))
-            if not math.isfinite(value) or value <= 0:
-                raise ValueError("must be a positive number of seconds"
-                                 + (" or none" if self.nullable else ""))
-            return float(value)
+                raise ValueError(not_seconds)
+            try:
+                seconds = float(value)
+            except OverflowError:  # an int past float's range: no finite number of seconds
+                raise ValueError(not_seconds) from None
+            if not math.isfinite(seconds) or seconds <= 0:
+                raise ValueError(not_seconds)
+            return seconds
         if self.kind == "hosts":
             if isinstance(value, str):
                 value = [v for v in (p.strip() for p in value.split(",")) if v]
@@ -213,7 +239,7 @@ class TransportOptions:
         object.__setattr__(self, "_listeners", [])
         unknown = sorted(set(values) - set(SPECS_BY_NAME))
         if unknown:
-            raise OptionError({k: "unknown option" for k in unknown})
+            raise OptionError({k: UNKNOWN_OPTION for k in unknown})
         resolved = {s.name: s.default for s in OPTION_SPECS}
         resolved.update(self._validate(values))
         if resolved["stateless"]:
@@ -235,7 +261,7 @@ class TransportOptions:
         for name, value in values.items():
             spec = SPECS_BY_NAME.get(name)
             if spec is None:
-                errors[name] = "unknown option"
+                errors[name] = UNKNOWN_OPTION
                 continue
             try:
                 out[name] = spec.coerce(value)
@@ -254,8 +280,8 @@ class TransportOptions:
         Raises :class:`OptionError` (listing every bad field) and changes nothing when any
         value is invalid or names an option that cannot change while running.
         """
-        not_live = {k: "cannot be changed while the server runs"
-                    for k in changes if k in SPECS_BY_NAME and not SPECS_BY_NAME[k].live}
+        not_live = {k: NOT_LIVE for k in changes
+                    if k in SPECS_BY_NAME and not SPECS_BY_NAME[k].live}
         if not_live:
             raise OptionError(not_live)
         validated = self._validate(changes)

@@ -1,0 +1,140 @@
+"""The dashboard's HTML side: the page itself, login and logout, its static files, and 404s.
+
+The page is a shell: the script on it fills every panel from the JSON API
+(:mod:`admin_ui.api`).  Authentication, read-only mode, XSRF and error pages are the base
+handler's (:mod:`admin_ui.base`).
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from typing import Any
+
+from tornado.web import StaticFileHandler
+
+from tornado_mcp.introspection import REFUSAL_KINDS
+from tornado_mcp.options import OPTION_SPECS
+
+from .auth import COOKIE_MAX_AGE_DAYS, COOKIE_NAME, clean_name
+from .base import CONTENT_SECURITY_POLICY, AdminHandler, ApiError, check_host, log, reason_phrase
+from .state import AdminState
+
+
+class LoginHandler(AdminHandler):
+    """``GET/POST login``: the form that trades the token for a signed cookie."""
+
+    api = False
+    needs_login = False
+    allowed_when_read_only = frozenset({"POST"})
+
+    def _next(self) -> str:
+        """Where to go after login: only a path inside this dashboard (no open redirect, no
+        ``..`` out of it, nothing a header could choke on)."""
+        target = self.get_argument("next", "")
+        prefix = self.admin.prefix
+        home = prefix + "/"
+        parts = urllib.parse.urlsplit(target)
+        if parts.scheme or parts.netloc or "\\" in target or target.startswith("//") \
+                or any(ord(c) < 0x20 or ord(c) == 0x7F for c in target):
+            return home
+        segments = urllib.parse.unquote(parts.path).split("/")
+        if any(seg in (".", "..") for seg in segments) or not parts.path.startswith(home):
+            return home
+        return target
+
+    def get(self) -> None:
+        if self.authenticate() is not None:
+            self.redirect(self._next())
+            return
+        self.finish(self.render_page("login.html", error=None, next=self._next(),
+                                     xsrf_form_html=self.xsrf_form_html()))
+
+    async def post(self) -> None:
+        name = clean_name(self.get_body_argument("name", ""))
+        token = self.get_body_argument("token", "")
+        if not self.admin.gatekeeper.token_matches(token):
+            log.warning("admin: failed login from %s", self.request.remote_ip)
+            self.set_status(401)
+            self.finish(self.render_page("login.html", error="That token is not right.",
+                                         next=self._next(),
+                                         xsrf_form_html=self.xsrf_form_html()))
+            return
+        self.set_cookie(
+            COOKIE_NAME,
+            self.admin.gatekeeper.sign(name).decode("ascii"),
+            path=self.admin.prefix,
+            httponly=True,
+            secure=self.request.protocol == "https",
+            samesite="Strict",
+            expires_days=COOKIE_MAX_AGE_DAYS,
+        )
+        log.info("admin: %s logged in from %s", name, self.request.remote_ip)
+        self.redirect(self._next(), status=303)
+
+
+class LogoutHandler(AdminHandler):
+    """``POST logout``: forgets the login cookie (XSRF-checked, allowed when read-only)."""
+
+    api = False
+    allowed_when_read_only = frozenset({"POST"})
+
+    def post(self) -> None:
+        self.admin.gatekeeper.revoke(self.get_cookie(COOKIE_NAME))  # copies die with it
+        self.clear_cookie(COOKIE_NAME, path=self.admin.prefix)
+        self.redirect(f"{self.admin.prefix}/login", status=303)
+
+
+class PageHandler(AdminHandler):
+    """``GET /``: the dashboard page; the script on it fills itself from the JSON API."""
+
+    api = False
+
+    def get(self) -> None:
+        specs = [
+            {"name": s.name, "kind": s.kind, "nullable": s.nullable, "help": s.help,
+             "default": s.default}
+            for s in OPTION_SPECS if s.live
+        ]
+        self.finish(self.render_page(
+            "dashboard.html",
+            specs=specs,
+            who=self.identity.name if self.identity else "",
+            xsrf_token=self.xsrf_token.decode("ascii"),
+            refusal_kinds=REFUSAL_KINDS,
+        ))
+
+
+
+class AdminStaticFileHandler(StaticFileHandler):
+    """The dashboard's own script, styles and icon: same headers and host rule as the rest,
+    and errors that never show a traceback."""
+
+    def initialize(self, path: str, admin: AdminState) -> None:  # type: ignore[override]
+        super().initialize(path)
+        self.admin = admin
+
+    def set_default_headers(self) -> None:
+        self.set_header("X-Content-Type-Options", "nosniff")
+        self.set_header("Referrer-Policy", "no-referrer")
+        self.set_header("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+
+    def prepare(self) -> None:
+        check_host(self, self.admin)  # an ApiError is an HTTPError: a plain 403
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        self.clear_header("Content-Type")
+        self.set_header("Content-Type", "text/plain; charset=utf-8")
+        self.finish(reason_phrase(status_code) + "\n")
+
+
+class NotFoundHandler(AdminHandler):
+    """Any other path under the prefix: 404 for everyone (after the host check)."""
+
+    api = False
+    needs_login = False
+
+    def prepare(self) -> None:
+        super().prepare()
+        if not self._finished:
+            raise ApiError(404, "Not found.")
+
