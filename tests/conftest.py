@@ -18,10 +18,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
+from mcp_http import Running, example_server, running
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LOOPBACK = "127.0.0.1"
@@ -202,3 +203,10 @@ def conformance_server() -> Iterator[ServerProc]:
     """``examples/conformance_server.py`` on a free port, shared by the whole session."""
     with start_server(conformance_server_argv()) as server:
         yield server
+
+
+@pytest.fixture
+async def srv() -> AsyncIterator[Running]:
+    """The example server (``examples/conformance_server.py``) in process, on its own port."""
+    async with running(example_server()) as s:
+        yield s
