@@ -1,4 +1,4 @@
-"""The official Python SDK client (``mcp`` 2.3.0) against our server (issues 3 and 4).
+"""The official Python SDK client (``mcp`` 2.3.0) against our server, both eras.
 
 In its default ``mode="auto"`` the client probes ``server/discover`` at 2026-07-28 and adopts
 the modern era; ``Client.listen()`` opens a ``subscriptions/listen`` stream.  In

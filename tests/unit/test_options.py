@@ -33,7 +33,7 @@ def refused(**values: Any) -> OptionError:
 
 # -- defaults ----------------------------------------------------------------------------------
 
-def test_defaults_match_the_issue() -> None:
+def test_defaults_are_the_documented_ones() -> None:
     o = TransportOptions()
     assert o.stateless is False and o.json_response is False
     assert o.session_idle_timeout == 1800.0

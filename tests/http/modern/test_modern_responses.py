@@ -14,8 +14,10 @@ from mcp_http import (
     modern_body,
     modern_header_lines,
     modern_meta,
+    raw_request,
     running,
     tool_text,
+    wait_until,
 )
 
 from tornado_mcp import Context, Server
@@ -103,47 +105,33 @@ class Blocking:
             return "never"
 
 
-async def open_raw_post(srv: Running, body: bytes, method: str,
-                        name: str | None) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    reader, writer = await asyncio.wait_for(
-        asyncio.open_connection("127.0.0.1", srv.port), TIMEOUT)
-    lines = ["POST /mcp HTTP/1.1", f"Host: 127.0.0.1:{srv.port}",
-             f"Content-Length: {len(body)}"]
-    lines += [f"{k}: {v}" for k, v in modern_header_lines(method, name)]
-    writer.write(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
-    await writer.drain()
-    return reader, writer
-
-
 @pytest.mark.parametrize("with_token", [False, True], ids=["json-pending", "sse-open"])
 async def test_closing_the_response_cancels_the_handler(with_token: bool) -> None:
     b = Blocking()
     async with running(b.server) as srv:
         meta = modern_meta(progressToken="p") if with_token else modern_meta()
         body = modern_body("tools/call", {"name": "wait_forever", "arguments": {}}, meta=meta)
-        reader, writer = await open_raw_post(srv, body, "tools/call", "wait_forever")
+        head = ["POST /mcp HTTP/1.1", f"Content-Length: {len(body)}",
+                *(f"{k}: {v}" for k, v in modern_header_lines("tools/call", "wait_forever"))]
+        response = await raw_request(srv.port, head, [body])
         await asyncio.wait_for(b.started.wait(), TIMEOUT)
-        received = b""
         if with_token:  # the progress frame is already on its way: read it first
-            while b"notifications/progress" not in received:
-                chunk = await asyncio.wait_for(reader.read(65536), TIMEOUT)
-                assert chunk, received
-                received += chunk
-            assert received.startswith(b"HTTP/1.1 200")
+            await response.wait_messages(1)
+            assert response.status == 200
         # Half-close: the server sees the end of the connection, we can still read.
-        writer.write_eof()
+        response.writer.write_eof()
         t0 = time.monotonic()
         await asyncio.wait_for(b.cancelled.wait(), 5.0)
         assert time.monotonic() - t0 < 2.0
-        rest = await asyncio.wait_for(reader.read(), TIMEOUT)  # until EOF
-        writer.close()
+        await response.wait_closed()
         # Nothing more was written for the request: no status line when none had been
         # sent, and no final response after the progress frame.
-        assert rest == b"" or (with_token and b'"result"' not in rest and b'"error"' not in rest)
+        if with_token:
+            assert response.messages == [{
+                "jsonrpc": "2.0", "method": "notifications/progress",
+                "params": {"progressToken": "p", "progress": 1, "total": 2,
+                           "message": "started"}}]
+        else:
+            assert (response.status, response.raw) == (0, b"")
         assert not b.finished
-        await asyncio.wait_for(_no_handlers_left(srv), TIMEOUT)
-
-
-async def _no_handlers_left(srv: Running) -> None:
-    while srv.transport._handlers:
-        await asyncio.sleep(0.01)
+        await wait_until(lambda: not srv.transport._handlers)

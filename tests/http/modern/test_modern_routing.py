@@ -142,7 +142,9 @@ async def test_legacy_only_endpoint_refuses_the_modern_header() -> None:
     async with running(example_server(), protocol_versions=[LEGACY]) as srv:
         r = await srv.modern("tools/list")
         assert r.status == 400
-        assert error_of(r)["code"] in (-32600, -32022)  # a client falls back to initialize
+        assert error_of(r) == {"code": -32600, "message": (
+            "Bad Request: this endpoint does not serve protocol 2026-07-28; "
+            "open a session with `initialize`")}  # a client falls back to initialize
         assert "Mcp-Session-Id" not in r.headers
         assert len(srv.transport.sessions) == 0
         legacy_discover = await srv.post({"jsonrpc": "2.0", "id": 1,
