@@ -7,6 +7,7 @@ talking real HTTP.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO_ROOT, ServerFactory
+from conftest import REPO_ROOT, ServerFactory, reported_endpoint
 
 from tornado_mcp.options import OPTION_SPECS
 
@@ -134,3 +135,31 @@ def test_uvloop_flag_serves_on_uvloop(server_factory: ServerFactory) -> None:
     status, headers, _ = initialize(srv.url)
     assert status == 200 and headers["Mcp-Session-Id"]
     assert srv.stop() == 0
+
+
+@pytest.mark.parametrize("argv", [
+    ["examples/conformance_server.py", "--no-admin"],
+    ["examples/embed_in_app.py"],
+    ["-m", "tornado_mcp", "demo", "--admin-token", "secret-token"],
+], ids=["conformance-server", "embed-example", "demo"])
+def test_port_0_binds_an_ephemeral_port_and_prints_it(argv: list[str]) -> None:
+    """``--port 0`` binds a port the system chooses; the ``MCP endpoint:`` line on stdout
+    names that real port, which then serves MCP."""
+    proc = subprocess.Popen([sys.executable, *argv, "--port", "0"], cwd=REPO_ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        assert proc.stdout is not None
+        lines: list[str] = []
+        endpoint = None
+        while endpoint is None and len(lines) < 3:  # printed once listening
+            lines.append(proc.stdout.readline())
+            endpoint = reported_endpoint(lines[-1])
+        assert endpoint is not None, lines
+        host, port, path = endpoint
+        assert (host, path) == ("127.0.0.1", "/mcp") and port != 0
+        assert initialize(f"http://{host}:{port}{path}")[0] == 200
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)
+    assert proc.returncode == 0
