@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from conftest import REPO_ROOT, ServerFactory, reported_endpoint
+from mcp_http import init_msg, rpc
 
 from tornado_mcp.options import OPTION_SPECS
 
@@ -26,6 +27,7 @@ HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text
 
 def post(url: str, message: dict[str, Any], headers: dict[str, str] | None = None
          ) -> tuple[int, dict[str, str], bytes]:
+    """A blocking POST (these servers run in another process; the test has no loop)."""
     req = urllib.request.Request(url, data=json.dumps(message).encode(),
                                  headers={**HEADERS, **(headers or {})}, method="POST")
     try:
@@ -36,9 +38,7 @@ def post(url: str, message: dict[str, Any], headers: dict[str, str] | None = Non
 
 
 def initialize(url: str) -> tuple[int, dict[str, str], bytes]:
-    return post(url, {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                      "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                                 "clientInfo": {"name": "cli-test", "version": "1"}}})
+    return post(url, init_msg(request_id=1))
 
 
 def test_demo_serves_mcp_and_prints_the_url(server_factory: ServerFactory) -> None:
@@ -46,7 +46,7 @@ def test_demo_serves_mcp_and_prints_the_url(server_factory: ServerFactory) -> No
     status, headers, body = initialize(srv.url)
     assert status == 200, body
     sid = headers["Mcp-Session-Id"]
-    status, _, body = post(srv.url, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    status, _, body = post(srv.url, rpc("tools/list", request_id=2),
                            {"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"})
     names = {t["name"] for t in json.loads(body.split(b"data: ", 1)[1])["result"]["tools"]}
     assert {"now", "stats", "add_note", "echo"} <= names
