@@ -3,7 +3,9 @@
     python examples/embed_in_app.py --port 8888
 
 The app keeps its own routes (``/`` and ``/api/greeting``); the MCP endpoint shares its
-IOLoop, its server and its port.
+IOLoop, its server and its port.  Once listening it prints
+``MCP endpoint: http://127.0.0.1:PORT/mcp``; ``--port 0`` binds an ephemeral port and that
+line reports it.
 """
 
 from __future__ import annotations
@@ -52,7 +54,10 @@ async def main(port: int) -> None:
         *transport.routes("/mcp"),  # <- the one line that mounts MCP
     ])
     server = app.listen(port, address="127.0.0.1")
-    print(f"app: http://127.0.0.1:{port}/  MCP: http://127.0.0.1:{port}/mcp", flush=True)
+    if port == 0:  # an ephemeral port: report the one the kernel chose
+        port = next(iter(server._sockets.values())).getsockname()[1]
+    print(f"app: http://127.0.0.1:{port}/", flush=True)
+    print(f"MCP endpoint: http://127.0.0.1:{port}/mcp", flush=True)
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         asyncio.get_running_loop().add_signal_handler(sig, stop.set)

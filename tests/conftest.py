@@ -1,15 +1,19 @@
-"""Shared fixtures: MCP servers run as real subprocesses on free loopback ports.
+"""Shared fixtures: MCP servers as real subprocesses, and the example server in process.
 
-``start_server(argv)`` runs ``[sys.executable, *argv, "--port", PORT]`` from the repository
-root, waits (bounded) until the port accepts TCP connections and returns a ``ServerProc``.
-Tests normally use the ``server_factory`` fixture (stops what it started) or the
-session-wide ``conformance_server`` (``examples/conformance_server.py``).
+``start_server(argv)`` runs ``[sys.executable, *argv, "--port", "0"]`` from the repository
+root: the server binds an ephemeral port and prints ``MCP endpoint: http://HOST:PORT/PATH``
+on stdout once listening (the documented start-up line); the port is read from that line
+(bounded wait) and a ``ServerProc`` returned.  No port is picked beforehand, so nothing can
+take it in between.  Tests normally use the ``server_factory`` fixture (stops what it
+started) or the session-wide ``conformance_server`` (``examples/conformance_server.py``).
+``srv`` is ``examples/conformance_server.py`` served in process (see ``mcp_http.running``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -18,10 +22,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
+from mcp_http import Running, example_server, running
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LOOPBACK = "127.0.0.1"
@@ -31,20 +36,26 @@ CONNECT_PROBE_S = 0.25
 POLL_INTERVAL_S = 0.05
 
 # The conformance fixture server; MCP_CONFORMANCE_SERVER (a shell-quoted argv after the
-# interpreter, e.g. "/tmp/other_server.py --flag") points the suite at another server.
+# interpreter, e.g. "/tmp/other_server.py --flag") points the suite at another server; it
+# must take ``--port 0`` and print the ``MCP endpoint: ...`` line as ours do.
 CONFORMANCE_SERVER_ARGV = ["examples/conformance_server.py"]
 
 
+#: The line every server prints on stdout once it listens.
+ENDPOINT_LINE = re.compile(r"^MCP endpoint: http://(?P<host>[^\s/]+):(?P<port>\d+)(?P<path>/\S*)$",
+                           re.MULTILINE)
+
+
 class ServerStartError(RuntimeError):
-    """The server exited, or did not accept connections before the deadline."""
+    """The server exited, or did not report its endpoint before the deadline."""
 
 
-def free_port(host: str = LOOPBACK) -> int:
-    """A port that was free a moment ago (bound to port 0, read back, released)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        port: int = sock.getsockname()[1]
-        return port
+def reported_endpoint(stdout: str) -> tuple[str, int, str] | None:
+    """``(host, port, path)`` from the first ``MCP endpoint: ...`` line of ``stdout``."""
+    m = ENDPOINT_LINE.search(stdout)
+    if m is None:
+        return None
+    return m.group("host").strip("[]"), int(m.group("port")), m.group("path")
 
 
 def _tail(text: str, limit: int) -> str:
@@ -55,10 +66,11 @@ class ServerProc:
     """A server subprocess listening on ``host:port``; its output goes to temporary files."""
 
     def __init__(
-        self, argv: Sequence[str], port: int, env: Mapping[str, str], host: str = LOOPBACK
+        self, argv: Sequence[str], env: Mapping[str, str], host: str = LOOPBACK
     ) -> None:
         self.argv = list(argv)
-        self.port = port
+        self.port = 0  # known once the server reports it (wait_until_listening)
+        self.path = "/mcp"
         self.host = host
         self._log_dir = Path(tempfile.mkdtemp(prefix="tornado-mcp-server-"))
         self._out_path = self._log_dir / "stdout.log"
@@ -77,7 +89,7 @@ class ServerProc:
     @property
     def url(self) -> str:
         """The MCP endpoint."""
-        return f"http://{self.host}:{self.port}/mcp"
+        return f"http://{self.host}:{self.port}{self.path}"
 
     @property
     def base_url(self) -> str:
@@ -103,21 +115,21 @@ class ServerProc:
         )
 
     def wait_until_listening(self, timeout: float = START_TIMEOUT_S) -> None:
-        """Poll with short connect attempts until the port accepts, bounded by ``timeout``."""
+        """Wait, bounded by ``timeout``, for the endpoint line on stdout; take the port from
+        it and check that it accepts a connection."""
         deadline = time.monotonic() + timeout
         while True:
             if self.proc.poll() is not None:
                 raise ServerStartError(f"server exited during start-up\n{self.diagnostics()}")
-            try:
+            endpoint = reported_endpoint(self.stdout)
+            if endpoint is not None:
+                _host, self.port, self.path = endpoint
                 with socket.create_connection((self.host, self.port), timeout=CONNECT_PROBE_S):
                     return
-            except OSError:
-                pass
             if time.monotonic() >= deadline:
                 raise ServerStartError(
-                    f"server did not accept connections on {self.host}:{self.port} "
-                    f"within {timeout:.0f} s\n{self.diagnostics()}"
-                )
+                    f"server did not report its endpoint within {timeout:.0f} s\n"
+                    f"{self.diagnostics()}")
             time.sleep(POLL_INTERVAL_S)
 
     def stop(self, grace: float = STOP_GRACE_S) -> int | None:
@@ -156,14 +168,14 @@ def start_server(
     *,
     timeout: float = START_TIMEOUT_S,
 ) -> ServerProc:
-    """Start ``python *argv --port PORT`` from the repository root on a free loopback port.
+    """Start ``python *argv --port 0`` from the repository root on an ephemeral port.
 
-    ``env`` adds to (overrides) the inherited environment. Returns once the port accepts TCP
-    connections; raises ``ServerStartError`` (after stopping the process) otherwise.
+    ``env`` adds to (overrides) the inherited environment. Returns once the server has
+    reported its endpoint and the port accepts TCP connections; raises ``ServerStartError``
+    (after stopping the process) otherwise.
     """
-    port = free_port()
     full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
-    server = ServerProc([sys.executable, *argv, "--port", str(port)], port, full_env)
+    server = ServerProc([sys.executable, *argv, "--port", "0"], full_env)
     try:
         server.wait_until_listening(timeout)
     except BaseException:
@@ -199,6 +211,13 @@ def conformance_server_argv() -> list[str]:
 
 @pytest.fixture(scope="session")
 def conformance_server() -> Iterator[ServerProc]:
-    """``examples/conformance_server.py`` on a free port, shared by the whole session."""
+    """``examples/conformance_server.py`` on an ephemeral port, shared by the whole session."""
     with start_server(conformance_server_argv()) as server:
         yield server
+
+
+@pytest.fixture
+async def srv() -> AsyncIterator[Running]:
+    """The example server (``examples/conformance_server.py``) in process, on its own port."""
+    async with running(example_server()) as s:
+        yield s

@@ -1,6 +1,16 @@
-"""Test helpers: an in-process Tornado server on a free loopback port, and a raw MCP client.
+"""The shared MCP test client: an in-process Tornado server on port 0, and raw clients.
 
 Tests talk real HTTP to a real server; nothing here mocks the transport.
+
+* ``running(server, **options)`` serves ``server`` on an ephemeral loopback port (bound to
+  port 0, the port read back from the socket) and yields a :class:`Running` client;
+* ``example_server()`` is the one way to load ``examples/conformance_server.py``;
+* ``rpc()`` / ``init_msg()`` build JSON-RPC messages; ``error_of`` / ``final`` /
+  ``result_of`` / ``assert_refused`` read replies;
+* ``raw_request()`` is the one raw-socket exchange (bytes written exactly as given, the
+  response read incrementally into a :class:`Stream`); ``raw_exchange`` and
+  ``Running.open_stream`` are built on it;
+* ``wait_until()`` polls server-side state that has no event of its own.
 
     async with running(build_server(), max_sessions=2) as srv:
         sid = await srv.initialize()
@@ -12,9 +22,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import json
+import socket
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import tornado.httpserver
@@ -22,11 +35,12 @@ import tornado.netutil
 import tornado.web
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest, HTTPResponse
 
-from tornado_mcp import Server, Transport
+from tornado_mcp import Context, Server, Transport
 
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
 TIMEOUT = 10.0
+ALL_CAPS = {"sampling": {}, "elicitation": {}, "roots": {"listChanged": True}}
 
 
 def modern_meta(capabilities: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
@@ -132,6 +146,21 @@ class Running:
         msg = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": p}
         return await self.request("POST", json.dumps(msg).encode(), h)
 
+    async def delete(self, sid: str) -> Reply:
+        """DELETE the legacy session ``sid``."""
+        return await self.request("DELETE", None, {"Mcp-Session-Id": sid,
+                                                   "MCP-Protocol-Version": LEGACY})
+
+    async def get(self, sid: str | None, accept: str | None = "text/event-stream",
+                  **extra: str) -> Reply:
+        """A GET expected to be refused (a successful one never ends; use ``get_stream``)."""
+        headers = {"MCP-Protocol-Version": LEGACY, **extra}
+        if accept is not None:
+            headers["Accept"] = accept
+        if sid is not None:
+            headers["Mcp-Session-Id"] = sid
+        return await self.request("GET", None, headers, timeout=5.0)
+
     async def initialize(self, version: str = LEGACY, capabilities: dict[str, Any] | None = None,
                          client_name: str = "test-client") -> str:
         """Open a legacy session and send notifications/initialized; return its id."""
@@ -149,17 +178,12 @@ class Running:
     async def open_stream(self, method: str, body: bytes | None,
                           headers: dict[str, str]) -> Stream:
         """Open a long-lived response (GET stream or listen stream) over a raw socket, so
-        that :meth:`Stream.close` really drops the connection."""
-        reader, writer = await asyncio.wait_for(
-            asyncio.open_connection("127.0.0.1", self.port), TIMEOUT)
+        that :meth:`Stream.close` really drops the connection; returns once the response
+        headers are in."""
         payload = body or b""
-        lines = [f"{method} /mcp HTTP/1.1", f"Host: 127.0.0.1:{self.port}",
-                 f"Content-Length: {len(payload)}"]
-        lines += [f"{k}: {v}" for k, v in headers.items()]
-        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode() + payload)
-        await writer.drain()
-        stream = Stream(writer)
-        stream.task = asyncio.ensure_future(stream.read(reader))
+        head = [f"{method} /mcp HTTP/1.1", f"Content-Length: {len(payload)}",
+                *(f"{k}: {v}" for k, v in headers.items())]
+        stream = await raw_request(self.port, head, [payload])
         await asyncio.wait_for(stream.started.wait(), TIMEOUT)
         return stream
 
@@ -186,6 +210,7 @@ class Stream:
         self.writer = writer
         self.status = 0
         self.headers: dict[str, str] = {}
+        self.header_lines: list[tuple[str, str]] = []  # as sent: name case kept, repeats too
         self.raw = b""
         self.messages: list[dict[str, Any]] = []
         self.comments = 0
@@ -204,6 +229,7 @@ class Stream:
                 if line in ("\r\n", "\n", ""):
                     break
                 k, v = line.split(":", 1)
+                self.header_lines.append((k.strip(), v.strip()))
                 self.headers[k.strip().title()] = v.strip()
             self.started.set()
             if "Content-Length" in self.headers:
@@ -266,7 +292,10 @@ class Stream:
 async def running(server: Server, *, transport: Transport | None = None,
                   extra_routes: Callable[[Transport], list[Any]] | None = None,
                   **options: Any) -> AsyncIterator[Running]:
-    """Serve ``server`` on a free loopback port for the duration of the block."""
+    """Serve ``server`` on an ephemeral loopback port for the duration of the block.
+
+    The socket is bound to port 0 and the port the kernel chose is read back from it, so
+    no other process can take it between choosing and binding."""
     t = transport or Transport(server, **options)
     routes: list[Any] = [*t.routes("/mcp")]
     if extra_routes is not None:
@@ -287,7 +316,156 @@ async def running(server: Server, *, transport: Transport | None = None,
 
 
 
-# -- helpers added for the modern, listen and bounds suites (additive) -----------------------
+
+# -- messages ---------------------------------------------------------------------------------
+
+def rpc(method: str, params: dict[str, Any] | None = None, request_id: Any = 1
+        ) -> dict[str, Any]:
+    """A JSON-RPC request (``params`` left out when ``None``)."""
+    msg: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    if params is not None:
+        msg["params"] = params
+    return msg
+
+
+def init_msg(version: str = LEGACY, request_id: Any = 0,
+             capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A legacy ``initialize`` request."""
+    return rpc("initialize", {"protocolVersion": version, "capabilities": capabilities or {},
+                              "clientInfo": {"name": "t", "version": "1"}}, request_id)
+
+
+def modern_header_lines(method: str, name: str | None = None,
+                        version: str = MODERN) -> list[tuple[str, str]]:
+    """The usual headers of a 2026-07-28 POST, as (name, value) lines for raw_exchange."""
+    lines = [("Content-Type", "application/json"),
+             ("Accept", "application/json, text/event-stream"),
+             ("MCP-Protocol-Version", version), ("Mcp-Method", method)]
+    if name is not None:
+        lines.append(("Mcp-Name", name))
+    return lines
+
+
+def modern_body(method: str, params: dict[str, Any] | None = None, request_id: Any = 1,
+                meta: dict[str, Any] | None = None) -> bytes:
+    """A 2026-07-28 request body with the usual ``_meta`` envelope (unless ``params`` has one)."""
+    p = dict(params or {})
+    p.setdefault("_meta", meta if meta is not None else modern_meta())
+    return json.dumps(rpc(method, p, request_id)).encode()
+
+
+def legacy_headers(sid: str, version: str = LEGACY, **override: str | None) -> dict[str, str]:
+    """The usual legacy POST headers; an override of ``None`` leaves that header out."""
+    headers: dict[str, str | None] = {
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+        "Mcp-Session-Id": sid, "MCP-Protocol-Version": version, **override}
+    return {k: v for k, v in headers.items() if v is not None}
+
+
+# -- replies ----------------------------------------------------------------------------------
+
+def error_of(reply: Reply) -> dict[str, Any]:
+    """The JSON-RPC error of a one-message JSON reply (asserting there is exactly one)."""
+    assert reply.content_type.startswith("application/json"), (reply.status, reply.body)
+    body = reply.json
+    assert isinstance(body, dict) and body.get("jsonrpc") == "2.0", body
+    assert "error" in body, body
+    err: dict[str, Any] = body["error"]
+    return err
+
+
+def assert_refused(reply: Reply, status: int, code: int, message: str | None = None,
+                   request_id: Any = None) -> dict[str, Any]:
+    """``reply`` is exactly ``status`` with JSON-RPC error ``code`` for ``request_id``."""
+    assert reply.status == status, (reply.status, reply.body)
+    err = error_of(reply)
+    assert err["code"] == code, err
+    if message is not None:
+        assert message in err["message"], err
+    assert reply.json["id"] == request_id
+    return err
+
+
+def final(reply: Reply) -> dict[str, Any]:
+    """The last message of a 200 reply (the JSON-RPC response)."""
+    assert reply.status == 200, (reply.status, reply.body)
+    assert reply.messages, reply.body
+    last: dict[str, Any] = reply.messages[-1]
+    return last
+
+
+def result_of(reply: Reply) -> dict[str, Any]:
+    """The ``result`` of a 200 reply's JSON-RPC response."""
+    last = final(reply)
+    assert "result" in last, last
+    result: dict[str, Any] = last["result"]
+    return result
+
+
+def tool_text(result: dict[str, Any]) -> str:
+    """The text of a tool result's content blocks, joined."""
+    return "".join(c.get("text", "") for c in result["content"])
+
+
+async def post_modern_raw(srv: Running, body: bytes,
+                          headers: dict[str, str] | None = None) -> Reply:
+    """POST ``body`` as is with the 2026-07-28 version header (and ``headers``)."""
+    h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+         "MCP-Protocol-Version": MODERN}
+    h.update(headers or {})
+    return await srv.request("POST", body, h)
+
+
+async def legacy_call(srv: Running, sid: str, method: str, params: Any,
+                      request_id: int = 2) -> dict[str, Any]:
+    """A request on legacy session ``sid``; returns its JSON-RPC response (asserting 200)."""
+    return final(await srv.post(rpc(method, params, request_id), session=sid))
+
+
+# -- listen streams -----------------------------------------------------------------------------
+
+ACK = "notifications/subscriptions/acknowledged"
+SUB_ID = "io.modelcontextprotocol/subscriptionId"
+
+
+async def acked(srv: Running, notifications: dict[str, Any],
+                request_id: Any = "listen-1") -> Stream:
+    """Open a listen stream and wait for its acknowledgement (asserted to come first)."""
+    stream = await srv.listen(notifications, request_id)
+    assert stream.status == 200, stream.raw[:300]
+    assert stream.headers.get("Content-Type", "").startswith("text/event-stream")
+    await stream.wait_messages(1)
+    assert stream.messages[0]["method"] == ACK, stream.messages
+    return stream
+
+
+def full_server(name: str = "full") -> Server:
+    """Every list-changed flag and resources.subscribe declared explicitly."""
+    return Server(name, capabilities={"tools": {"listChanged": True},
+                                      "prompts": {"listChanged": True},
+                                      "resources": {"listChanged": True, "subscribe": True}})
+
+
+# -- raw sockets --------------------------------------------------------------------------------
+
+async def raw_request(port: int, head: list[str],
+                      body_parts: tuple[bytes, ...] | list[bytes] = ()) -> Stream:
+    """The one raw-socket exchange: write ``head`` (the request line and header lines,
+    byte for byte; ``Host`` is added when absent) and then ``body_parts`` as given, and read
+    the response incrementally into a :class:`Stream` (not waiting for its headers: a
+    handler that blocks before emitting anything sends none until it finishes)."""
+    reader, writer = await asyncio.wait_for(
+        asyncio.open_connection("127.0.0.1", port), TIMEOUT)
+    if not any(line.lower().startswith("host:") for line in head[1:]):
+        head = [*head, f"Host: 127.0.0.1:{port}"]
+    writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+    for part in body_parts:
+        writer.write(part)
+    await writer.drain()
+    stream = Stream(writer)
+    stream.task = asyncio.ensure_future(stream.read(reader))
+    return stream
+
 
 @dataclass
 class RawReply:
@@ -311,51 +489,47 @@ class RawReply:
 async def raw_exchange(port: int, method: str, body: bytes,
                        header_lines: list[tuple[str, str]],
                        timeout: float = TIMEOUT) -> RawReply:
-    """One HTTP/1.1 request written byte for byte: header names keep their case and a
-    name may repeat (clients like AsyncHTTPClient normalise both away).  The response must
-    carry Content-Length (every JSON reply does)."""
-    async def exchange() -> RawReply:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        try:
-            lines = [f"{method} /mcp HTTP/1.1", f"Host: 127.0.0.1:{port}",
-                     f"Content-Length: {len(body)}", "Connection: close"]
-            lines += [f"{k}: {v}" for k, v in header_lines]
-            writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
-            await writer.drain()
-            status = int((await reader.readline()).split()[1])
-            headers: list[tuple[str, str]] = []
-            while True:
-                line = (await reader.readline()).decode("latin-1")
-                if line in ("\r\n", "\n", ""):
-                    break
-                k, v = line.split(":", 1)
-                headers.append((k.strip(), v.strip()))
-            length = next((int(v) for k, v in headers if k.lower() == "content-length"), 0)
-            return RawReply(status, headers, await reader.readexactly(length))
-        finally:
-            writer.close()
-    return await asyncio.wait_for(exchange(), timeout)
+    """One complete HTTP/1.1 request written byte for byte: header names keep their case and
+    a name may repeat (clients like AsyncHTTPClient normalise both away)."""
+    head = [f"{method} /mcp HTTP/1.1", f"Host: 127.0.0.1:{port}",
+            f"Content-Length: {len(body)}", "Connection: close",
+            *(f"{k}: {v}" for k, v in header_lines)]
+    stream = await raw_request(port, head, [body])
+    await stream.wait_closed(timeout)
+    return RawReply(stream.status, stream.header_lines, stream.raw)
 
 
-def modern_header_lines(method: str, name: str | None = None,
-                        version: str = MODERN) -> list[tuple[str, str]]:
-    """The usual headers of a 2026-07-28 POST, as (name, value) lines for raw_exchange."""
-    lines = [("Content-Type", "application/json"),
-             ("Accept", "application/json, text/event-stream"),
-             ("MCP-Protocol-Version", version), ("Mcp-Method", method)]
-    if name is not None:
-        lines.append(("Mcp-Name", name))
-    return lines
+async def raw_post(srv: Running, headers: dict[str, str], body: str | bytes) -> Reply:
+    """POST exactly these headers (an HTTP client library would add some of its own)."""
+    data = body.encode() if isinstance(body, str) else body
+    head = ["POST /mcp HTTP/1.1", f"Content-Length: {len(data)}", "Connection: close",
+            *(f"{k}: {v}" for k, v in headers.items())]
+    s = await raw_request(srv.port, head, [data])
+    await s.wait_closed()
+    return Reply(s.status, s.headers, s.raw,
+                 s.messages or ([json.loads(s.raw)] if s.raw.startswith(b"{") else []))
 
 
-def modern_body(method: str, params: dict[str, Any] | None = None, request_id: Any = 1,
-                meta: dict[str, Any] | None = None) -> bytes:
-    """A 2026-07-28 request body with the usual ``_meta`` envelope (unless ``params`` has one)."""
-    p = dict(params or {})
-    p.setdefault("_meta", meta if meta is not None else modern_meta())
-    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method,
-                       "params": p}).encode()
+async def post_stream(srv: Running, message: dict[str, Any], sid: str) -> Stream:
+    """POST a legacy request on session ``sid`` and read its response incrementally."""
+    body = json.dumps(message).encode()
+    head = ["POST /mcp HTTP/1.1", f"Content-Length: {len(body)}",
+            *(f"{k}: {v}" for k, v in legacy_headers(sid).items())]
+    return await raw_request(srv.port, head, [body])
 
+
+def unread_socket(port: int, request: bytes, rcvbuf: int) -> socket.socket:
+    """A connection that sends ``request`` and then never reads: its receive buffer is
+    ``rcvbuf`` bytes, so the server's writes soon stall (a slow or stuck consumer)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    sock.settimeout(TIMEOUT)
+    sock.connect(("127.0.0.1", port))
+    sock.sendall(request)
+    return sock
+
+
+# -- waiting ----------------------------------------------------------------------------------
 
 async def wait_until(predicate: Callable[[], bool], timeout: float = TIMEOUT,
                      interval: float = 0.01) -> None:
@@ -367,14 +541,76 @@ async def wait_until(predicate: Callable[[], bool], timeout: float = TIMEOUT,
     await asyncio.wait_for(loop(), timeout)
 
 
-def conformance_server() -> Server:
-    """A fresh ``examples/conformance_server.py`` ``build_server()``."""
-    import importlib.util
-    import pathlib
-    path = pathlib.Path(__file__).resolve().parent.parent / "examples" / "conformance_server.py"
-    spec = importlib.util.spec_from_file_location("conformance_server_example", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    server: Server = module.build_server()
+# -- test servers -----------------------------------------------------------------------------
+
+SECRET = "secret-detail-4f1c"
+
+
+@dataclass
+class Probe:
+    """What the extra tools of :func:`probe_server` let a test observe and steer."""
+
+    started: asyncio.Event = field(default_factory=asyncio.Event)
+    gate: asyncio.Event = field(default_factory=asyncio.Event)
+    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+    subscribe_calls: list[str] = field(default_factory=list)
+    answers: list[Any] = field(default_factory=list)
+
+
+def probe_server() -> tuple[Server, Probe]:
+    """The example server plus tools that block (``block``), fail with ``SECRET`` in the
+    exception (``boom``) or send a server-to-client request (``ask``)."""
+    server = example_server()
+    probe = Probe()
+
+    async def block(ctx: Context) -> str:
+        probe.started.set()
+        try:
+            await probe.gate.wait()
+        except asyncio.CancelledError:
+            probe.cancelled.set()
+            raise
+        return "released"
+
+    def boom() -> str:
+        raise RuntimeError(SECRET)
+
+    async def ask(kind: str, ctx: Context) -> dict[str, Any]:
+        if kind == "sampling":
+            got = await ctx.sample([{"role": "user",
+                                     "content": {"type": "text", "text": "hi"}}], 10)
+        elif kind == "elicitation":
+            got = await ctx.elicit("Name?", {"type": "object",
+                                             "properties": {"name": {"type": "string"}}})
+        elif kind == "roots":
+            got = await ctx.list_roots()
+        else:
+            got = await ctx.ping()
+        probe.answers.append(got)
+        return {"got": got}
+
+    server.add_tool(block, "block", description="Blocks until released or cancelled")
+    server.add_tool(boom, "boom", description="Raises")
+    server.add_tool(ask, "ask", description="Sends a server-to-client request")
+    return server, probe
+
+
+# -- the example server ---------------------------------------------------------------------------
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+_example_module: Any = None
+
+
+def example_server() -> Server:
+    """A fresh ``build_server()`` of ``examples/conformance_server.py`` (the module is loaded
+    once, from its file)."""
+    global _example_module
+    if _example_module is None:
+        spec = importlib.util.spec_from_file_location(
+            "conformance_server_example", EXAMPLES / "conformance_server.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _example_module = module
+    server: Server = _example_module.build_server()
     return server

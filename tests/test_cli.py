@@ -7,6 +7,7 @@ talking real HTTP.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -16,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO_ROOT, ServerFactory
+from conftest import REPO_ROOT, ServerFactory, reported_endpoint
+from mcp_http import init_msg, rpc
 
 from tornado_mcp.options import OPTION_SPECS
 
@@ -25,6 +27,7 @@ HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text
 
 def post(url: str, message: dict[str, Any], headers: dict[str, str] | None = None
          ) -> tuple[int, dict[str, str], bytes]:
+    """A blocking POST (these servers run in another process; the test has no loop)."""
     req = urllib.request.Request(url, data=json.dumps(message).encode(),
                                  headers={**HEADERS, **(headers or {})}, method="POST")
     try:
@@ -35,9 +38,7 @@ def post(url: str, message: dict[str, Any], headers: dict[str, str] | None = Non
 
 
 def initialize(url: str) -> tuple[int, dict[str, str], bytes]:
-    return post(url, {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                      "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                                 "clientInfo": {"name": "cli-test", "version": "1"}}})
+    return post(url, init_msg(request_id=1))
 
 
 def test_demo_serves_mcp_and_prints_the_url(server_factory: ServerFactory) -> None:
@@ -45,7 +46,7 @@ def test_demo_serves_mcp_and_prints_the_url(server_factory: ServerFactory) -> No
     status, headers, body = initialize(srv.url)
     assert status == 200, body
     sid = headers["Mcp-Session-Id"]
-    status, _, body = post(srv.url, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    status, _, body = post(srv.url, rpc("tools/list", request_id=2),
                            {"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"})
     names = {t["name"] for t in json.loads(body.split(b"data: ", 1)[1])["result"]["tools"]}
     assert {"now", "stats", "add_note", "echo"} <= names
@@ -134,3 +135,31 @@ def test_uvloop_flag_serves_on_uvloop(server_factory: ServerFactory) -> None:
     status, headers, _ = initialize(srv.url)
     assert status == 200 and headers["Mcp-Session-Id"]
     assert srv.stop() == 0
+
+
+@pytest.mark.parametrize("argv", [
+    ["examples/conformance_server.py", "--no-admin"],
+    ["examples/embed_in_app.py"],
+    ["-m", "tornado_mcp", "demo", "--admin-token", "secret-token"],
+], ids=["conformance-server", "embed-example", "demo"])
+def test_port_0_binds_an_ephemeral_port_and_prints_it(argv: list[str]) -> None:
+    """``--port 0`` binds a port the system chooses; the ``MCP endpoint:`` line on stdout
+    names that real port, which then serves MCP."""
+    proc = subprocess.Popen([sys.executable, *argv, "--port", "0"], cwd=REPO_ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        assert proc.stdout is not None
+        lines: list[str] = []
+        endpoint = None
+        while endpoint is None and len(lines) < 3:  # printed once listening
+            lines.append(proc.stdout.readline())
+            endpoint = reported_endpoint(lines[-1])
+        assert endpoint is not None, lines
+        host, port, path = endpoint
+        assert (host, path) == ("127.0.0.1", "/mcp") and port != 0
+        assert initialize(f"http://{host}:{port}{path}")[0] == 200
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)
+    assert proc.returncode == 0

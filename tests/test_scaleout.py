@@ -1,24 +1,24 @@
 """Scale-out: processes share notifications through a real Redis server.
 
 Two real server processes (examples/conformance_server.py --redis-url) on their own ports,
-one real redis-server on a free loopback port: a change made through one process reaches a
+one real redis-server on a Unix socket: a change made through one process reaches a
 listen stream held by the other, and nothing is delivered twice.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 
 import pytest
-from conftest import ServerFactory, free_port
-from mcp_http import MODERN, Running, Stream, modern_meta
+from conftest import ServerFactory
+from mcp_http import Running, Stream, modern_body, modern_header_lines, raw_exchange
 
 from tornado_mcp import Server
 from tornado_mcp.scaleout import RedisBus
@@ -27,29 +27,34 @@ REDIS = shutil.which("redis-server")
 
 
 @pytest.fixture
-def redis_url(tmp_path: object) -> Iterator[str]:
+def redis_url() -> Iterator[str]:
+    """A real redis-server on a Unix socket of its own (no TCP port to choose or race for)."""
     if REDIS is None:
         if os.environ.get("CI"):
             pytest.fail("redis-server is not installed (./dev test installs it)")
         pytest.skip("redis-server is not installed")
-    port = free_port()
-    proc = subprocess.Popen([REDIS, "--port", str(port), "--bind", "127.0.0.1",
-                             "--save", "", "--appendonly", "no"],
+    workdir = tempfile.mkdtemp(prefix="tmcp-redis-")  # short: socket paths are limited
+    path = os.path.join(workdir, "redis.sock")
+    proc = subprocess.Popen([REDIS, "--port", "0", "--unixsocket", path, "--save", "",
+                             "--appendonly", "no", "--dir", workdir],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 10
         while True:
             try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                with socket.socket(socket.AF_UNIX) as probe:
+                    probe.settimeout(0.2)
+                    probe.connect(path)
                 break
             except OSError:
                 if time.monotonic() > deadline or proc.poll() is not None:
                     raise RuntimeError("redis-server did not start") from None
                 time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
+        yield f"unix://{path}?db=0"
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 async def listen(port: int, notifications: dict[str, object]) -> Stream:
@@ -57,18 +62,10 @@ async def listen(port: int, notifications: dict[str, object]) -> Stream:
 
 
 async def call_tool(port: int, name: str, arguments: dict[str, object]) -> dict[str, object]:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                       "params": {"name": name, "arguments": arguments,
-                                  "_meta": modern_meta()}}).encode()
-    head = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {len(body)}\r\n"
-            "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
-            f"MCP-Protocol-Version: {MODERN}\r\nMcp-Method: tools/call\r\nMcp-Name: {name}\r\n"
-            "Connection: close\r\n\r\n")
-    writer.write(head.encode() + body)
-    raw = await asyncio.wait_for(reader.read(), 10)
-    writer.close()
-    result: dict[str, object] = json.loads(raw.split(b"\r\n\r\n", 1)[1])
+    r = await raw_exchange(port, "POST", modern_body("tools/call", {"name": name,
+                                                                    "arguments": arguments}),
+                           modern_header_lines("tools/call", name))
+    result: dict[str, object] = r.json
     return result
 
 

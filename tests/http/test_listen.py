@@ -1,9 +1,7 @@
-"""Notifications and subscriptions (issue 4), over real HTTP.
-
-``subscriptions/listen`` streams (2026-07-28): the filter, the honored subset, the
+"""``subscriptions/listen`` streams (2026-07-28): the filter, the honored subset, the
 acknowledgement first, ``subscriptionId`` on every frame, delivery from every source, the
 stream cap, keepalives, disconnects, graceful close, ``serve_subscriptions_listen`` and slow
-consumers.  And the legacy era's ``resources/subscribe`` handlers and GET-stream delivery.
+consumers.
 """
 
 from __future__ import annotations
@@ -12,48 +10,49 @@ import asyncio
 import json
 import socket
 import threading
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from mcp_http import (
+    ACK,
     MODERN,
+    SUB_ID,
     TIMEOUT,
     Reply,
     Running,
     Stream,
-    conformance_server,
+    acked,
+    example_server,
+    full_server,
+    legacy_call,
+    modern_header_lines,
     modern_meta,
+    raw_exchange,
     running,
     wait_until,
 )
 
 from tornado_mcp import Context, Server
 
-ACK = "notifications/subscriptions/acknowledged"
-SUB_ID = "io.modelcontextprotocol/subscriptionId"
-TOOLS_CHANGED = "notifications/tools/list_changed"
-PROMPTS_CHANGED = "notifications/prompts/list_changed"
-RESOURCES_CHANGED = "notifications/resources/list_changed"
-UPDATED = "notifications/resources/updated"
-WATCHED = "test://watched-resource"
-ALL_FLAGS = {"toolsListChanged": True, "promptsListChanged": True,
-             "resourcesListChanged": True}
-
 pytestmark = pytest.mark.timeout(60)
 
-
-@pytest.fixture
-async def srv() -> AsyncIterator[Running]:
-    async with running(conformance_server()) as s:
-        yield s
+TOOLS_CHANGED = "notifications/tools/list_changed"
 
 
-def full_server(name: str = "full") -> Server:
-    """Every list-changed flag and resources.subscribe declared explicitly."""
-    return Server(name, capabilities={"tools": {"listChanged": True},
-                                      "prompts": {"listChanged": True},
-                                      "resources": {"listChanged": True, "subscribe": True}})
+PROMPTS_CHANGED = "notifications/prompts/list_changed"
+
+
+RESOURCES_CHANGED = "notifications/resources/list_changed"
+
+
+UPDATED = "notifications/resources/updated"
+
+
+WATCHED = "test://watched-resource"
+
+
+ALL_FLAGS = {"toolsListChanged": True, "promptsListChanged": True,
+             "resourcesListChanged": True}
 
 
 def methods(stream: Stream) -> list[str | None]:
@@ -65,16 +64,6 @@ def ack_of(stream: Stream) -> dict[str, Any]:
     assert first["method"] == ACK, stream.messages
     params: dict[str, Any] = first["params"]
     return params
-
-
-async def acked(srv: Running, notifications: dict[str, Any],
-                request_id: Any = "listen-1") -> Stream:
-    stream = await srv.listen(notifications, request_id)
-    assert stream.status == 200, stream.raw
-    assert stream.headers.get("Content-Type", "").startswith("text/event-stream")
-    await stream.wait_messages(1)
-    ack_of(stream)
-    return stream
 
 
 def stream_id(srv: Running, subscription_id: Any) -> str:
@@ -102,7 +91,7 @@ def listen_error(reply: Reply) -> dict[str, Any]:
     return err
 
 
-# -- the filter -------------------------------------------------------------------------------
+# -- the filter -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("notifications", ["tools", 1, ["toolsListChanged"], None],
                          ids=["string", "number", "array", "null"])
@@ -138,7 +127,19 @@ async def test_listen_requires_the_envelope(srv: Running) -> None:
     assert len(srv.transport.hub) == 0
 
 
-# -- the honored subset follows the declared capability flags ---------------------------------
+@pytest.mark.parametrize("bad_id", [None, {"a": 1}, True, 1.5])
+async def test_listen_id_must_be_a_string_or_an_integer(bad_id: Any) -> None:
+    async with running(Server("x")) as srv:
+        body = json.dumps({"jsonrpc": "2.0", "id": bad_id, "method": "subscriptions/listen",
+                           "params": {"notifications": {}, "_meta": modern_meta()}}).encode()
+        r = await raw_exchange(srv.port, "POST", body,
+                               modern_header_lines("subscriptions/listen"))
+        assert r.status == 400
+        assert r.json["error"]["code"] == -32600
+        assert len(srv.transport.hub) == 0
+
+
+# -- the honored subset follows the declared capability flags -------------------------------------
 
 async def test_conformance_server_honors_everything(srv: Running) -> None:
     stream = await acked(srv, {**ALL_FLAGS, "resourceSubscriptions": [WATCHED, "test://b",
@@ -200,7 +201,7 @@ async def test_derived_capabilities_do_not_include_subscribe_without_a_handler()
         assert ack_of(stream)["notifications"] == {"resourcesListChanged": True}
 
 
-# -- the acknowledgement comes first, even under a burst --------------------------------------
+# -- the acknowledgement comes first, even under a burst ------------------------------------------
 
 async def test_ack_is_first_under_a_burst_of_concurrent_notifications() -> None:
     server = full_server()
@@ -252,7 +253,7 @@ async def test_ack_is_first_under_a_burst_of_concurrent_notifications() -> None:
         assert max(len(s.messages) for s in streams) > 2
 
 
-# -- subscriptionId on every frame ------------------------------------------------------------
+# -- subscriptionId on every frame ----------------------------------------------------------------
 
 @pytest.mark.parametrize("listen_id", ["abc", 7, 0, "7"], ids=["str", "int", "zero", "digits"])
 async def test_subscription_id_keeps_the_id_type(listen_id: Any) -> None:
@@ -289,7 +290,7 @@ async def test_two_streams_sharing_an_id_each_get_their_own_frames() -> None:
                 "complete"
 
 
-# -- delivery -------------------------------------------------------------------------------
+# -- delivery -------------------------------------------------------------------------------------
 
 async def test_list_changed_reaches_only_streams_that_asked() -> None:
     server = full_server()
@@ -405,7 +406,7 @@ async def test_progress_and_logs_never_reach_listen_streams(srv: Running) -> Non
     get.close()
 
 
-# -- the stream cap ---------------------------------------------------------------------------
+# -- the stream cap -------------------------------------------------------------------------------
 
 async def test_cap_at_and_over() -> None:
     async with running(full_server(), max_listen_subscriptions=2) as srv:
@@ -450,7 +451,7 @@ async def test_two_listens_racing_for_the_last_slot() -> None:
         assert not first.ended.is_set()
 
 
-# -- keepalives and disconnects ------------------------------------------------------------------
+# -- keepalives and disconnects -------------------------------------------------------------------
 
 async def test_keepalive_comment_frames() -> None:
     async with running(full_server(), listen_keepalive_interval=0.05) as srv:
@@ -489,7 +490,7 @@ async def test_disconnect_frees_the_slot_without_a_write() -> None:
         assert len(srv.transport.hub) == 1
 
 
-# -- graceful close ---------------------------------------------------------------------------
+# -- graceful close -------------------------------------------------------------------------------
 
 async def test_graceful_close_sends_every_stream_its_result() -> None:
     server = full_server()
@@ -527,10 +528,10 @@ async def test_close_stream_closes_one() -> None:
         assert [s.subscription_id for s in srv.transport.snapshot().streams] == ["b"]
 
 
-# -- serve_subscriptions_listen=False ---------------------------------------------------------
+# -- serve_subscriptions_listen=False -------------------------------------------------------------
 
 async def test_serve_subscriptions_listen_false() -> None:
-    async with running(conformance_server(), serve_subscriptions_listen=False) as srv:
+    async with running(example_server(), serve_subscriptions_listen=False) as srv:
         r = await srv.modern("subscriptions/listen", {"notifications": {"toolsListChanged": True}},
                              request_id="no")
         assert r.status == 404
@@ -558,7 +559,7 @@ async def test_discover_keeps_the_flags_when_listen_is_served(srv: Running) -> N
     assert caps["resources"] == {"listChanged": True, "subscribe": True}
 
 
-# -- slow consumers ---------------------------------------------------------------------------
+# -- slow consumers -------------------------------------------------------------------------------
 
 async def open_stuck_listen(srv: Running, uris: list[str]) -> socket.socket:
     """A listen stream on a socket with a tiny receive buffer that is never read."""
@@ -627,150 +628,3 @@ async def test_a_stalled_consumer_is_disconnected_even_when_its_changes_coalesce
         assert srv.transport.refusals["max_stream_queue"] == 0
     finally:
         sock.close()
-
-
-# -- legacy era: resources/subscribe handlers and GET streams ---------------------------------
-
-class SubscribeServer:
-    def __init__(self) -> None:
-        self.server = Server("subs")
-        self.calls: list[tuple[str, str, str | None]] = []
-
-        @self.server.resource("test://a")
-        def a() -> str:
-            return "a"
-
-        @self.server.on_subscribe
-        def on_sub(uri: str, ctx: Context) -> dict[str, Any]:
-            self.calls.append(("subscribe", uri, ctx.session.id if ctx.session else None))
-            return {"_meta": {"tracked": uri}, "dropped": True}
-
-        def on_unsub(uri: str) -> None:
-            self.calls.append(("unsubscribe", uri, None))
-
-        self.server.on_unsubscribe(on_unsub)  # plain call, not a decorator
-
-
-async def legacy_call(srv: Running, sid: str, method: str, params: Any,
-                      request_id: int = 2) -> dict[str, Any]:
-    r = await srv.post({"jsonrpc": "2.0", "id": request_id, "method": method,
-                        "params": params}, session=sid)
-    assert r.status == 200, r.body
-    message: dict[str, Any] = r.messages[-1]
-    return message
-
-
-async def test_subscribe_handlers_decorator_and_plain_call() -> None:
-    s = SubscribeServer()
-    async with running(s.server) as srv:
-        init = await srv.post({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                               "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                                          "clientInfo": {"name": "c", "version": "1"}}})
-        assert init.json["result"]["capabilities"]["resources"]["subscribe"] is True
-        sid = await srv.initialize()
-        sub = await legacy_call(srv, sid, "resources/subscribe", {"uri": "test://a"})
-        assert sub["result"] == {"_meta": {"tracked": "test://a"}}
-        unsub = await legacy_call(srv, sid, "resources/unsubscribe", {"uri": "test://a"}, 3)
-        assert unsub["result"] == {}
-        assert s.calls == [("subscribe", "test://a", sid), ("unsubscribe", "test://a", None)]
-        for bad in ({}, {"uri": 5}, {"uri": None}):
-            err = await legacy_call(srv, sid, "resources/subscribe", bad, 4)
-            assert err["error"]["code"] == -32602
-            err = await legacy_call(srv, sid, "resources/unsubscribe", bad, 5)
-            assert err["error"]["code"] == -32602
-        assert len(s.calls) == 2  # the handlers were not called for bad params
-        # Removed at 2026-07-28.
-        modern = await srv.modern("resources/subscribe", {"uri": "test://a"})
-        assert modern.status == 404
-        assert len(s.calls) == 2
-
-
-async def test_no_subscribe_handler_no_capability() -> None:
-    server = Server("nosub")
-
-    @server.resource("test://a")
-    def a() -> str:
-        return "a"
-
-    async with running(server) as srv:
-        sid = await srv.initialize()
-        caps = (await srv.post({"jsonrpc": "2.0", "id": 1, "method": "server/discover"})
-                ).json["result"]["capabilities"]
-        assert "subscribe" not in caps["resources"]
-        err = await legacy_call(srv, sid, "resources/subscribe", {"uri": "test://a"})
-        assert err["error"]["code"] == -32601
-
-
-async def test_session_update_reaches_its_get_stream_only(srv: Running) -> None:
-    subscribed = await srv.initialize(client_name="subscribed")
-    bystander = await srv.initialize(client_name="bystander")
-    toucher = await srv.initialize(client_name="toucher")
-    sub = await legacy_call(srv, subscribed, "resources/subscribe", {"uri": WATCHED})
-    assert sub["result"] == {}
-    sub_get = await srv.get_stream(subscribed)
-    by_get = await srv.get_stream(bystander)
-    await wait_until(lambda: sum(s.has_get_stream for s in
-                                 srv.transport.snapshot().sessions) == 2)
-    touched = await legacy_call(srv, toucher, "tools/call",
-                                {"name": "touch_resource", "arguments": {"uri": WATCHED}})
-    assert touched["result"]["content"][0]["text"] == f"Touched {WATCHED}"
-    await sub_get.wait_messages(1)
-    assert sub_get.messages[0] == {"jsonrpc": "2.0", "method": UPDATED,
-                                   "params": {"uri": WATCHED}}
-    # A server-wide change reaches every GET stream: a barrier for the bystander.
-    srv.server.notify_tools_list_changed()
-    await by_get.wait_messages(1)
-    await sub_get.wait_messages(2)
-    assert [m["method"] for m in by_get.messages] == [TOOLS_CHANGED]
-    assert [m["method"] for m in sub_get.messages] == [UPDATED, TOOLS_CHANGED]
-    sub_get.close()
-    by_get.close()
-
-
-async def test_request_context_update_uses_the_session_get_stream(srv: Running) -> None:
-    sid = await srv.initialize()
-    await legacy_call(srv, sid, "resources/subscribe", {"uri": WATCHED})
-    # Without a GET stream the update rides this request's own response.
-    r = await srv.post({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-                        "params": {"name": "touch_resource", "arguments": {"uri": WATCHED}}},
-                       session=sid)
-    assert [m.get("method") for m in r.messages] == [UPDATED, None]
-    # With one, it goes there and not on the response.
-    get = await srv.get_stream(sid)
-    await wait_until(lambda: srv.transport.snapshot().sessions[0].has_get_stream)
-    r = await srv.post({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
-                        "params": {"name": "touch_resource", "arguments": {"uri": WATCHED}}},
-                       session=sid)
-    assert [m.get("method") for m in r.messages] == [None]
-    await get.wait_messages(1)
-    assert get.messages == [{"jsonrpc": "2.0", "method": UPDATED, "params": {"uri": WATCHED}}]
-    get.close()
-
-
-async def test_a_burst_of_the_same_change_coalesces_while_a_frame_waits() -> None:
-    """Duplicate change signals still queued behind a pending write carry nothing new: a
-    stream gets at least one frame per distinct change, and the queue does not grow with
-    the burst, so a reading consumer is never mistaken for a stuck one."""
-    server = full_server()
-    async with running(server, max_stream_queue=5) as srv:
-        stream = await acked(srv, {"toolsListChanged": True,
-                                   "resourceSubscriptions": ["test://a", "test://b"]}, "c")
-        channel = next(iter(srv.transport.hub)).channel
-        for _ in range(1000):  # one loop tick: every frame after the first must wait
-            server.notify_tools_list_changed()
-            server.notify_resources_updated("test://a")
-            server.notify_resources_updated("test://b")
-        assert channel.queue_depth <= 3
-        assert channel.coalesced >= 2990
-        server.notify_prompts_list_changed()  # not asked for: never delivered
-        server.notify_resources_updated("test://c")  # not subscribed: never delivered
-        marker = "test://b"
-
-        def got_all(s: Any) -> bool:
-            kinds = {(m["method"], m["params"].get("uri")) for m in s.messages[1:]}
-            return kinds >= {(TOOLS_CHANGED, None), (UPDATED, "test://a"), (UPDATED, marker)}
-
-        await stream.wait_for(got_all)
-        assert srv.transport.refusals["max_stream_queue"] == 0
-        assert len(srv.transport.hub) == 1
-        assert len(stream.messages) <= 1 + 2 * 3  # the first frames, then one per change

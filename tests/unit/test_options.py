@@ -1,15 +1,12 @@
-"""TransportOptions: validation at construction, and live updates on a running transport."""
+"""TransportOptions and OptionSpec: defaults, validation and coercion, ``None`` for nullable
+bounds, stateless rules, and live updates (no HTTP; see tests/http/test_live_limits.py)."""
 
 from __future__ import annotations
 
-import json
 import math
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_http import LEGACY, running
 
 from tornado_mcp import Server, Transport
 from tornado_mcp.options import (
@@ -19,9 +16,6 @@ from tornado_mcp.options import (
     OptionError,
     TransportOptions,
 )
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
-from conformance_server import build_server
 
 NULLABLE = sorted(s.name for s in OPTION_SPECS if s.nullable)
 NOT_NULLABLE_BOUNDS = sorted(s.name for s in OPTION_SPECS
@@ -39,7 +33,7 @@ def refused(**values: Any) -> OptionError:
 
 # -- defaults ----------------------------------------------------------------------------------
 
-def test_defaults_match_the_issue() -> None:
+def test_defaults_are_the_documented_ones() -> None:
     o = TransportOptions()
     assert o.stateless is False and o.json_response is False
     assert o.session_idle_timeout == 1800.0
@@ -64,9 +58,11 @@ def test_option_error_is_a_value_error_listing_fields() -> None:
 def test_int_bounds_refuse_non_positive_integers(name: str, bad: Any) -> None:
     err = refused(**{name: bad})
     assert list(err.errors) == [name]
-    message = err.errors[name]
-    assert "positive integer" in message or "not a number" in message, message
-    assert name in str(err)
+    spec = SPECS_BY_NAME[name]
+    expected = ("'abc' is not a number" if bad == "abc" else
+                "must be a positive integer" + (" or none" if spec.nullable else ""))
+    assert err.errors[name] == expected
+    assert str(err) == f"{name}: {expected}"
 
 
 @pytest.mark.parametrize("name", SECONDS_BOUNDS)
@@ -74,8 +70,10 @@ def test_int_bounds_refuse_non_positive_integers(name: str, bad: Any) -> None:
 def test_seconds_bounds_refuse_non_positive_or_non_finite(name: str, bad: Any) -> None:
     err = refused(**{name: bad})
     assert list(err.errors) == [name]
-    message = err.errors[name]
-    assert "positive number of seconds" in message or "not a number" in message, message
+    spec = SPECS_BY_NAME[name]
+    expected = ("'soon' is not a number" if bad == "soon" else
+                "must be a positive number of seconds" + (" or none" if spec.nullable else ""))
+    assert err.errors[name] == expected
 
 
 @pytest.mark.parametrize("name", BOOLS)
@@ -228,47 +226,105 @@ def test_none_removes_a_bound_live() -> None:
         o.update({"max_request_bytes": None})
 
 
-# -- live updates on a running server ---------------------------------------------------------
+# -- OptionSpec.coerce: command-line text and every bound's None ---------------------------------
 
-def init_body() -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {"protocolVersion": LEGACY, "capabilities": {},
-                       "clientInfo": {"name": "t", "version": "1"}}}
-
-
-async def test_lowered_max_sessions_refuses_new_but_keeps_existing_sessions() -> None:
-    async with running(build_server(), max_sessions=3) as srv:
-        sids = [await srv.initialize() for _ in range(3)]
-        srv.transport.options.update({"max_sessions": 1}, actor="test")
-        r = await srv.post(init_body())
-        assert r.status == 503 and r.json["error"]["code"] == -32603
-        assert "(1) reached" in r.json["error"]["message"]
-        assert "Mcp-Session-Id" not in r.headers
-        assert {s.id for s in srv.transport.sessions} == set(sids)
-        for sid in sids:
-            ping = await srv.post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, session=sid)
-            assert ping.status == 200 and ping.messages[-1]["result"] == {}
-        srv.transport.options.update({"max_sessions": 4})
-        assert (await srv.post(init_body())).status == 200
-        assert len(srv.transport.sessions) == 4
+@pytest.mark.parametrize("name", NULLABLE)
+@pytest.mark.parametrize("text", ["none", "None", " NULL ", "off"])
+def test_nullable_bounds_read_none_from_text(name: str, text: str) -> None:
+    assert SPECS_BY_NAME[name].coerce(text) is None
+    assert SPECS_BY_NAME[name].coerce(None) is None
 
 
-async def test_lowered_max_request_bytes_applies_to_the_next_request() -> None:
-    async with running(build_server()) as srv:
-        sid = await srv.initialize()
-        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping",
-                           "params": {"pad": "x" * 500}}).encode()
-        ok = await srv.post(None, session=sid, raw=body)
-        assert ok.status == 200
-        srv.transport.options.update({"max_request_bytes": len(body) - 1})
-        r = await srv.post(None, session=sid, raw=body)
-        assert r.status == 413 and r.json["error"]["code"] == -32600
-        srv.transport.options.update({"max_request_bytes": len(body)})
-        assert (await srv.post(None, session=sid, raw=body)).status == 200
+@pytest.mark.parametrize("name", NOT_NULLABLE_BOUNDS)
+def test_not_nullable_bounds_refuse_none_text(name: str) -> None:
+    spec = SPECS_BY_NAME[name]
+    with pytest.raises(ValueError) as info:
+        spec.coerce(None)
+    assert str(info.value) == "may not be none"
+    with pytest.raises(ValueError) as info:
+        spec.coerce("none")
+    assert str(info.value) == "'none' is not a number"
 
 
-async def test_snapshot_reports_the_live_limits() -> None:
-    async with running(build_server(), max_sessions=7) as srv:
-        assert srv.transport.snapshot().limits["max_sessions"] == 7
-        srv.transport.options.update({"max_sessions": 9})
-        assert srv.transport.snapshot().limits["max_sessions"] == 9
+def test_every_bound_is_nullable_exactly_as_documented() -> None:
+    assert NULLABLE == [
+        "listen_keepalive_interval", "max_initialize_request_bytes",
+        "max_listen_subscriptions", "max_resource_subscription_bytes", "max_sessions",
+        "session_idle_timeout", "sse_keepalive_interval", "stream_stall_timeout"]
+    assert NOT_NULLABLE_BOUNDS == [
+        "max_request_bytes", "max_stream_queue", "server_to_client_request_timeout"]
+
+
+@pytest.mark.parametrize("name", INT_BOUNDS)
+def test_int_bounds_parse_text(name: str) -> None:
+    spec = SPECS_BY_NAME[name]
+    assert spec.coerce("42") == 42 and type(spec.coerce(" 7 ")) is int
+    assert spec.coerce(1) == 1
+    with pytest.raises(ValueError) as info:
+        spec.coerce("1.5")
+    assert str(info.value) == "'1.5' is not a number"
+
+
+@pytest.mark.parametrize("name", SECONDS_BOUNDS)
+def test_seconds_bounds_parse_text_and_return_floats(name: str) -> None:
+    spec = SPECS_BY_NAME[name]
+    assert spec.coerce("2.5") == 2.5
+    assert spec.coerce(3) == 3.0 and type(spec.coerce(3)) is float
+    with pytest.raises(ValueError) as info:
+        spec.coerce("inf")
+    assert str(info.value) == ("must be a positive number of seconds"
+                               + (" or none" if spec.nullable else ""))
+
+
+@pytest.mark.parametrize("name", BOOLS)
+def test_bools_parse_text(name: str) -> None:
+    spec = SPECS_BY_NAME[name]
+    for text in ("true", "YES", "1", "on"):
+        assert spec.coerce(text) is True
+    for text in ("false", "no", "0", "off"):
+        assert spec.coerce(text) is False
+    with pytest.raises(ValueError) as info:
+        spec.coerce("maybe")
+    assert str(info.value) == "must be true or false"
+
+
+def test_hosts_parse_a_comma_separated_list() -> None:
+    spec = SPECS_BY_NAME["allowed_hosts"]
+    assert spec.coerce("A.example, b.example:8080 ,,") == ("a.example", "b.example:8080")
+    assert spec.coerce("") == ()
+    with pytest.raises(ValueError) as info:
+        spec.coerce([1])
+    assert str(info.value) == "must be a list of strings"
+
+
+def test_versions_parse_text_and_keep_the_canonical_order() -> None:
+    spec = SPECS_BY_NAME["protocol_versions"]
+    assert spec.coerce("2025-03-26,2026-07-28") == ("2026-07-28", "2025-03-26")
+    assert spec.coerce(["2025-11-25", "2025-11-25"]) == ("2025-11-25",)
+    with pytest.raises(ValueError) as info:
+        spec.coerce("")
+    assert str(info.value) == "must be a non-empty list of protocol versions"
+    with pytest.raises(ValueError) as info:
+        spec.coerce(["1999-01-01"])
+    assert str(info.value) == ("unknown protocol versions ['1999-01-01']; known: "
+                               "['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26']")
+
+
+def test_flags_are_the_names_with_dashes() -> None:
+    assert SPECS_BY_NAME["max_sessions"].flag == "--max-sessions"
+    assert all(s.flag == "--" + s.name.replace("_", "-") for s in OPTION_SPECS)
+
+
+def test_update_messages_for_unknown_and_not_live_options() -> None:
+    o = TransportOptions()
+    with pytest.raises(OptionError) as info:
+        o.update({"stateless": True})
+    assert info.value.errors == {"stateless": "cannot be changed while the server runs"}
+    with pytest.raises(OptionError) as info:
+        o.update({"no_such_option": 1})
+    assert info.value.errors == {"no_such_option": "unknown option"}
+
+
+def test_repr_lists_only_what_differs_from_the_defaults() -> None:
+    assert repr(TransportOptions()) == "TransportOptions()"
+    assert repr(TransportOptions(max_sessions=5)) == "TransportOptions(max_sessions=5)"

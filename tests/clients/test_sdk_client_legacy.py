@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 import warnings
-from collections.abc import AsyncIterator, Callable
-from pathlib import Path
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -22,10 +20,7 @@ import pytest
 from mcp import Client
 from mcp.client.session import ClientRequestContext
 from mcp.shared.exceptions import MCPError
-from mcp_http import LEGACY, Running, running
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
-from conformance_server import build_server
+from mcp_http import LEGACY, Running, example_server, running, wait_until
 
 TEST_TIMEOUT = 30.0
 WAIT = 10.0
@@ -36,17 +31,10 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 @contextlib.asynccontextmanager
 async def connected(**client_kwargs: Any) -> AsyncIterator[tuple[Running, Client]]:
     """Our server on a loopback port and an SDK client connected to it in legacy mode."""
-    async with running(build_server()) as srv:
+    async with running(example_server()) as srv:
         client = Client(srv.url, mode="legacy", read_timeout_seconds=WAIT, **client_kwargs)
         async with client:
             yield srv, client
-
-
-async def eventually(predicate: Callable[[], bool], timeout: float = WAIT) -> None:
-    """Wait (bounded) for state that no event announces."""
-    with anyio.fail_after(timeout):
-        while not predicate():
-            await asyncio.sleep(0.01)
 
 
 def text_of(result: types.CallToolResult | types.GetPromptResult) -> str:
@@ -62,7 +50,7 @@ def text_of(result: types.CallToolResult | types.GetPromptResult) -> str:
 
 async def test_handshake_negotiates_a_legacy_session_and_delete_on_exit() -> None:
     with anyio.fail_after(TEST_TIMEOUT):
-        async with running(build_server()) as srv:
+        async with running(example_server()) as srv:
             async with Client(srv.url, mode="legacy", read_timeout_seconds=WAIT) as client:
                 assert client.protocol_version == LEGACY
                 assert client.server_info is not None
@@ -75,7 +63,7 @@ async def test_handshake_negotiates_a_legacy_session_and_delete_on_exit() -> Non
                 session = next(iter(srv.transport.sessions))
                 assert session.protocol_version == LEGACY
             # The SDK DELETEs its session when it closes.
-            await eventually(lambda: len(srv.transport.sessions) == 0)
+            await wait_until(lambda: len(srv.transport.sessions) == 0)
 
 
 async def test_tools_list_and_call() -> None:
@@ -181,7 +169,7 @@ async def test_progress_notifications_reach_the_progress_callback() -> None:
             r = await client.call_tool("test_tool_with_progress", {},
                                        progress_callback=on_progress)
             assert text_of(r) not in ("", "None")  # the tool echoes the progress token
-            await eventually(lambda: len(seen) == 3)
+            await wait_until(lambda: len(seen) == 3)
             assert [(p, t) for p, t, _ in seen] == [(0, 100), (50, 100), (100, 100)]
             assert seen[1][2] == "Completed step 50 of 100"
             plain = await client.call_tool("test_tool_with_progress", {})
@@ -201,7 +189,7 @@ async def test_logging_after_set_logging_level() -> None:
                 await client.set_logging_level("debug")
             r = await client.call_tool("test_tool_with_logging", {})
             assert text_of(r) == "Tool with logging executed successfully"
-            await eventually(lambda: len(logs) == 3)
+            await wait_until(lambda: len(logs) == 3)
             assert [entry.data for entry in logs] == ["Tool execution started",
                                                       "Tool processing data",
                                                       "Tool execution completed"]
@@ -214,7 +202,7 @@ async def test_logging_after_set_logging_level() -> None:
                 warnings.simplefilter("ignore")
                 await client.set_logging_level("info")
             await client.call_tool("test_logging_tool", {})  # barrier: one info log
-            await eventually(lambda: len(logs) == 4)
+            await wait_until(lambda: len(logs) == 4)
             assert logs[3].data == "test_logging_tool ran"
 
 
@@ -310,7 +298,7 @@ async def test_subscribe_then_touch_delivers_resources_updated_on_the_get_stream
                 assert await client.subscribe_resource(uri) is not None
             session = next(iter(srv.transport.sessions))
             # The SDK opens its GET stream in the background after `initialized`.
-            await eventually(lambda: session.get_channel is not None)
+            await wait_until(lambda: session.get_channel is not None)
             # Touch from another (raw) session: the only way back to the SDK client is its
             # GET stream, since this request's own stream belongs to the other session.
             other = await srv.initialize()
@@ -330,7 +318,7 @@ async def test_subscribe_then_touch_delivers_resources_updated_on_the_get_stream
                             "params": {"name": "touch_resource", "arguments": {"uri": uri}}},
                            session=other)
             srv.server.notify_tools_list_changed()
-            await eventually(lambda: any(isinstance(n, types.ToolListChangedNotification)
+            await wait_until(lambda: any(isinstance(n, types.ToolListChangedNotification)
                                          for n in received))
             assert len([n for n in received
                         if isinstance(n, types.ResourceUpdatedNotification)]) == 1
@@ -345,10 +333,10 @@ async def test_list_changed_broadcast_reaches_the_message_handler() -> None:
     with anyio.fail_after(TEST_TIMEOUT):
         async with connected(message_handler=on_message) as (srv, client):
             session = next(iter(srv.transport.sessions))
-            await eventually(lambda: session.get_channel is not None)
+            await wait_until(lambda: session.get_channel is not None)
             r = await client.call_tool("test_trigger_tool_change", {})
             assert text_of(r) == "Added dynamic_tool_1"
-            await eventually(lambda: any(isinstance(n, types.ToolListChangedNotification)
+            await wait_until(lambda: any(isinstance(n, types.ToolListChangedNotification)
                                          for n in received))
             tools = await client.list_tools(cache_mode="refresh")
             assert "dynamic_tool_1" in {t.name for t in tools.tools}

@@ -1,10 +1,11 @@
-"""What a client can make the server retain, bounded and accounted for (issue 5).
+"""What a client can make the server retain, bounded and accounted for.
 
-Seed 000: a listen stream's ``resourceSubscriptions`` (array of strings; duplicates dropped;
+A listen stream's ``resourceSubscriptions`` (array of strings; duplicates dropped;
 ``max_resource_subscription_bytes`` on the UTF-8 bytes of the distinct URIs; at most 1024
-URIs always).  Seed 001: a stateful ``initialize`` (``max_initialize_request_bytes`` on the
-body; at most 1024 JSON values in its params, whatever the byte bound).  Then a server
-filled to every limit, checked against the snapshot API and the documented budget.
+URIs always) and its id (at most 256 characters).  A stateful ``initialize``
+(``max_initialize_request_bytes`` on the body; at most 1024 JSON values in its params,
+whatever the byte bound).  Then a server filled to every limit, checked against the snapshot
+API and the documented budget.
 """
 
 from __future__ import annotations
@@ -20,14 +21,16 @@ from mcp_http import (
     Reply,
     Running,
     Stream,
-    conformance_server,
+    acked,
+    example_server,
     running,
+    wait_until,
 )
 
 from tornado_mcp import Server, jsonio
 from tornado_mcp.options import MAX_INITIALIZE_PARAMS_VALUES, MAX_RESOURCE_SUBSCRIPTION_URIS
+from tornado_mcp.transport import MAX_LISTEN_ID_LENGTH
 
-ACK = "notifications/subscriptions/acknowledged"
 KiB = 1024
 
 pytestmark = pytest.mark.timeout(90)
@@ -143,11 +146,7 @@ async def listen_refused(srv: Running, subs: Any, request_id: Any = "L",
 
 
 async def listen_acked(srv: Running, subs: list[str], request_id: Any = "L") -> Stream:
-    stream = await srv.listen({"resourceSubscriptions": subs}, request_id)
-    assert stream.status == 200, stream.raw[:300]
-    await stream.wait_messages(1)
-    assert stream.messages[0]["method"] == ACK
-    return stream
+    return await acked(srv, {"resourceSubscriptions": subs}, request_id)
 
 
 def subscribe_server() -> Server:
@@ -158,7 +157,7 @@ def no_subscribe_server() -> Server:
     return Server("nosubs", capabilities={"resources": {"listChanged": True}})
 
 
-# -- listen filters: the type (seed 000) ---------------------------------------------------------
+# -- listen filters: the type ---------------------------------------------------------
 
 BAD_SUBSCRIPTIONS = ["test://a", 5, ["test://a", 1], [None], None, [["test://a"]],
                      {"0": "test://a"}]
@@ -289,10 +288,39 @@ async def test_stored_uris_are_an_immutable_set() -> None:
         assert srv.transport.snapshot().streams[0].uris == ()  # only when asked for
 
 
-# -- initialize: the byte bound (seed 001) -------------------------------------------------------
+# -- listen: the id --------------------------------------------------------------------------
+
+async def test_listen_id_of_256_characters_is_accepted_and_257_refused() -> None:
+    async with running(Server("x")) as srv:
+        at = await srv.listen({}, request_id="i" * MAX_LISTEN_ID_LENGTH)
+        try:
+            acked = await at.wait_messages(1)
+            assert acked[0]["method"] == "notifications/subscriptions/acknowledged"
+            assert len(srv.transport.hub) == 1
+        finally:
+            at.close()
+        await wait_until(lambda: len(srv.transport.hub) == 0)
+        over = await srv.modern("subscriptions/listen", {"notifications": {}},
+                                request_id="i" * (MAX_LISTEN_ID_LENGTH + 1))
+        assert over.status == 400
+        assert over.json["error"]["code"] == -32600
+        assert f"{MAX_LISTEN_ID_LENGTH} characters" in over.json["error"]["message"]
+        assert len(srv.transport.hub) == 0  # nothing retained for the refusal
+
+
+async def test_a_huge_listen_id_is_refused_and_nothing_is_held() -> None:
+    async with running(Server("x")) as srv:
+        stream = await srv.listen({}, request_id="i" * 1_000_000)
+        await stream.wait_closed()
+        assert stream.status == 400
+        assert stream.messages == [] and json.loads(stream.raw)["error"]["code"] == -32600
+        assert len(srv.transport.hub) == 0
+
+
+# -- initialize: the byte bound -------------------------------------------------------
 
 async def test_initialize_exactly_at_and_one_byte_over_the_byte_bound() -> None:
-    async with running(conformance_server(), max_initialize_request_bytes=4096) as srv:
+    async with running(example_server(), max_initialize_request_bytes=4096) as srv:
         over, _ = initialize_body(size=4097, request_id="over-1")
         r = await post_initialize(srv, over)
         assert_413(r, "over-1", "initialize request body exceeds 4096 bytes")
@@ -314,7 +342,7 @@ async def test_initialize_exactly_at_and_one_byte_over_the_byte_bound() -> None:
 
 
 async def test_initialize_byte_bound_none_removes_it() -> None:
-    async with running(conformance_server(), max_initialize_request_bytes=None) as srv:
+    async with running(example_server(), max_initialize_request_bytes=None) as srv:
         body, _ = initialize_body(size=128 * KiB)
         r = await post_initialize(srv, body)
         assert r.status == 200, r.body[:200]
@@ -323,7 +351,7 @@ async def test_initialize_byte_bound_none_removes_it() -> None:
 
 
 async def test_stateless_mode_ignores_both_initialize_bounds() -> None:
-    async with running(conformance_server(), stateless=True,
+    async with running(example_server(), stateless=True,
                        max_initialize_request_bytes=1024) as srv:
         big, _ = initialize_body(size=8 * KiB)
         r = await post_initialize(srv, big)
@@ -339,7 +367,7 @@ async def test_stateless_mode_ignores_both_initialize_bounds() -> None:
 
 
 async def test_regular_requests_are_governed_by_max_request_bytes_alone() -> None:
-    async with running(conformance_server(), max_initialize_request_bytes=1024,
+    async with running(example_server(), max_initialize_request_bytes=1024,
                        max_request_bytes=16 * KiB) as srv:
         sid = await srv.initialize()
         text = "y" * (4 * KiB)
@@ -361,7 +389,7 @@ async def test_regular_requests_are_governed_by_max_request_bytes_alone() -> Non
 
 
 async def test_initialize_over_max_request_bytes_with_no_initialize_bound() -> None:
-    async with running(conformance_server(), max_initialize_request_bytes=None,
+    async with running(example_server(), max_initialize_request_bytes=None,
                        max_request_bytes=8 * KiB) as srv:
         body, _ = initialize_body(size=9 * KiB)
         r = await post_initialize(srv, body)
@@ -386,7 +414,7 @@ def test_value_walk_counts_keys_and_stops_early() -> None:
 
 
 async def test_initialize_exactly_1024_values_accepted_1025_refused() -> None:
-    async with running(conformance_server()) as srv:
+    async with running(example_server()) as srv:
         over, _ = initialize_body(values=1025, request_id=77)
         assert len(over) < 64 * KiB  # the byte bound is not what refuses it
         r = await post_initialize(srv, over)
@@ -406,7 +434,7 @@ async def test_object_keys_are_counted() -> None:
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
                        "params": params}).encode()
     assert len(body) < 8 * KiB
-    async with running(conformance_server()) as srv:
+    async with running(example_server()) as srv:
         r = await post_initialize(srv, body)
         assert_413(r, 1, "params exceed 1024 JSON values")
         # The same value count made of keys: every key counts once.
@@ -425,7 +453,7 @@ async def test_nested_shapes_are_refused() -> None:
     body = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "initialize",
                        "params": params}, separators=(",", ":")).encode()
     assert len(body) < 64 * KiB
-    async with running(conformance_server()) as srv:
+    async with running(example_server()) as srv:
         r = await post_initialize(srv, body)
         assert_413(r, 3, "params exceed 1024 JSON values")
         assert_no_session(srv)
@@ -436,7 +464,7 @@ async def test_many_values_within_the_bound_are_accepted() -> None:
     assert jsonio.count_values(params) <= 1024
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
                        "params": params}).encode()
-    async with running(conformance_server()) as srv:
+    async with running(example_server()) as srv:
         r = await post_initialize(srv, body)
         assert r.status == 200, r.body[:200]
         assert srv.transport.snapshot().sessions[0].retained_values == \
@@ -447,7 +475,7 @@ async def test_value_bound_kept_when_the_byte_bound_is_none() -> None:
     params = initialize_params(objects=2048)
     body = json.dumps({"jsonrpc": "2.0", "id": 4, "method": "initialize",
                        "params": params}).encode()
-    async with running(conformance_server(), max_initialize_request_bytes=None) as srv:
+    async with running(example_server(), max_initialize_request_bytes=None) as srv:
         r = await post_initialize(srv, body)
         assert_413(r, 4, "JSON values")
         assert_no_session(srv)
@@ -484,7 +512,7 @@ async def test_representative_initialize_is_well_inside_both_bounds() -> None:
     assert values < MAX_INITIALIZE_PARAMS_VALUES // 2, values
     assert len(body) < (64 * KiB) // 4, len(body)
     assert values > 200  # representative, not trivial
-    async with running(conformance_server()) as srv:
+    async with running(example_server()) as srv:
         r = await post_initialize(srv, body)
         assert r.status == 200, r.body[:200]
         info = srv.transport.snapshot().sessions[0]
@@ -504,7 +532,7 @@ FILL = {"max_sessions": 5, "max_listen_subscriptions": 4,
 
 @pytest.fixture
 async def filled() -> AsyncIterator[tuple[Running, list[dict[str, Any]], list[list[str]]]]:
-    async with running(conformance_server(), **FILL) as srv:
+    async with running(example_server(), **FILL) as srv:
         sent_params: list[dict[str, Any]] = []
         for n in range(FILL["max_sessions"]):
             body, params = initialize_body(values=1024, size=FILL["max_initialize_request_bytes"],

@@ -1,4 +1,4 @@
-"""The official Python SDK client (``mcp`` 2.3.0) against our server (issues 3 and 4).
+"""The official Python SDK client (``mcp`` 2.3.0) against our server, both eras.
 
 In its default ``mode="auto"`` the client probes ``server/discover`` at 2026-07-28 and adopts
 the modern era; ``Client.listen()`` opens a ``subscriptions/listen`` stream.  In
@@ -9,7 +9,6 @@ GET stream after ``resources/subscribe``.  Every await is bounded.
 from __future__ import annotations
 
 import warnings
-from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -17,19 +16,13 @@ import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.client.subscriptions import ResourceUpdated, ToolsListChanged
-from mcp_http import MODERN, Running, conformance_server, running, wait_until
+from mcp_http import MODERN, Running, example_server, running, wait_until
 
 WATCHED = "test://watched-resource"
 STEP = 10.0  # seconds for any one client operation
 
 pytestmark = [pytest.mark.timeout(90),
               pytest.mark.filterwarnings("ignore::DeprecationWarning")]
-
-
-@pytest.fixture
-async def srv() -> AsyncIterator[Running]:
-    async with running(conformance_server()) as s:
-        yield s
 
 
 def text_of(result: Any) -> str:
@@ -132,7 +125,7 @@ async def test_listen_ends_gracefully_on_server_close(srv: Running) -> None:
 
 
 async def test_auto_mode_falls_back_on_a_legacy_only_server() -> None:
-    async with running(conformance_server(), protocol_versions=["2025-11-25"]) as srv:
+    async with running(example_server(), protocol_versions=["2025-11-25"]) as srv:
         with anyio.fail_after(3 * STEP):
             async with Client(srv.url, read_timeout_seconds=STEP) as client:
                 assert client.protocol_version == "2025-11-25"
