@@ -95,8 +95,8 @@ async def test_close_ends_the_drain_of_a_refused_upload() -> None:
         try:
             await asyncio.wait_for(upload.started.wait(), 5)
             assert upload.status == 413
-            await wait_until(lambda: len(srv.transport._lingering) == 1, timeout=5)
+            await wait_until(lambda: srv.transport.lingering == 1, timeout=5)
             await asyncio.wait_for(srv.transport.close(), 1.5)  # well under the 2 s drain
-            assert not srv.transport._lingering
+            assert srv.transport.lingering == 0
         finally:
             upload.close()

@@ -11,12 +11,12 @@ import pytest
 from tornado_mcp.hub import (
     LIST_CHANGED,
     LISTEN_METHODS,
-    RESOURCE_UPDATED,
     ListenStream,
     NotificationHub,
     change_key,
 )
-from tornado_mcp.schemas import META_SUBSCRIPTION_ID
+from tornado_mcp.protocol import META_SUBSCRIPTION_ID
+from tornado_mcp.protocol import RESOURCES_UPDATED as RESOURCE_UPDATED
 
 
 class Channel:

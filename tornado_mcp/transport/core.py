@@ -261,3 +261,8 @@ class Transport:
     def in_progress(self) -> int:
         """HTTP requests being served right now."""
         return len(self._handlers)
+
+    @property
+    def buffered_body_bytes(self) -> int:
+        """Bytes of request bodies received and not yet handled, over all requests."""
+        return sum(h.buffered_body_bytes for h in self._handlers)

@@ -228,6 +228,11 @@ class MCPHandler(tornado.web.RequestHandler):
 
     # -- for the eras -----------------------------------------------------------------------
     @property
+    def buffered_body_bytes(self) -> int:
+        """Bytes of this request's body received and not yet handled."""
+        return sum(len(c) for c in self._chunks)
+
+    @property
     def done(self) -> bool:
         """The response is complete; nothing more may be written."""
         return self._finished

@@ -233,7 +233,7 @@ async def test_invalid_request_shapes_answer_invalid_request() -> None:
 
 def buffered(transport: Any) -> int:
     """Bytes of request bodies the transport's handlers hold."""
-    return sum(sum(len(c) for c in h._chunks) for h in transport._handlers)
+    return int(transport.buffered_body_bytes)
 
 
 async def test_disconnect_mid_body_frees_handler_and_body() -> None:

@@ -20,7 +20,7 @@ from mcp_http import (
 )
 
 from tornado_mcp import Server
-from tornado_mcp.transport import _header_matches
+from tornado_mcp.transport.headers import value_matches
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -220,4 +220,4 @@ class TestMcpParamHeader:
 
 
 def test_a_header_never_matches_a_huge_integer_argument() -> None:
-    assert _header_matches("1", 10**400) is False
+    assert value_matches("1", 10**400) is False

@@ -134,4 +134,4 @@ async def test_closing_the_response_cancels_the_handler(with_token: bool) -> Non
         else:
             assert (response.status, response.raw) == (0, b"")
         assert not b.finished
-        await wait_until(lambda: not srv.transport._handlers)
+        await wait_until(lambda: srv.transport.in_progress == 0)
