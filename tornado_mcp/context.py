@@ -272,33 +272,7 @@ class Context:
         self.require_client_capability(*capability)
         if not self.modern:
             return await self.send_request(method, params, timeout)
-        # 2026-07-28: the answer is in this request's inputResponses, or in the sealed
-        # requestState that carries the answers of earlier rounds; else ask for it.
-        answers = self._answers()
-        key = f"{kind}-{self._asked}"
-        self._asked += 1
-        if key in answers:
-            answer = answers[key]
-            return answer if isinstance(answer, dict) else {}
-        if len(answers) >= MAX_INPUT_ROUNDS:
-            raise MCPError(INTERNAL_ERROR,
-                           f"Too many input rounds: this call asked the client for input more "
-                           f"than {MAX_INPUT_ROUNDS} times")
-        state = self.server.request_state.seal({STATE_INPUTS_KEY: answers}, self.method,
-                                               self.params)
-        raise NeedsInput(InputRequired({key: {"method": method, "params": params}}, state))
-
-    def _answers(self) -> dict[str, Any]:
-        if self._state_data is None:
-            carried: dict[str, Any] = {}
-            if self.request_state is not None:
-                opened = self.server.request_state.open(self.request_state, self.method,
-                                                        self.params)
-                if isinstance(opened, dict) and isinstance(opened.get(STATE_INPUTS_KEY), dict):
-                    carried = dict(opened[STATE_INPUTS_KEY])
-            self._state_data = {**carried, **self.input_responses}
-        answers: dict[str, Any] = self._state_data
-        return answers
+        return _input_round(self, kind, method, params)
 
     async def sample(self, messages: list[dict[str, Any]], max_tokens: int,
                      timeout: float | None = None, **extra: Any) -> dict[str, Any]:
@@ -369,3 +343,27 @@ class Context:
         if isinstance(data, dict) and set(data) == {STATE_INPUTS_KEY}:
             return None  # the answers ctx.sample / elicit / list_roots carry, not yours
         return data
+
+
+def _input_round(ctx: Context, kind: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """2026-07-28: the answer to the handler's next question, from this request's
+    ``inputResponses`` or the sealed ``requestState`` carrying earlier rounds' answers;
+    when it is not there yet, :class:`NeedsInput` asks the client for it."""
+    if ctx._state_data is None:
+        carried: dict[str, Any] = {}
+        if ctx.request_state is not None:
+            opened = ctx.server.request_state.open(ctx.request_state, ctx.method, ctx.params)
+            if isinstance(opened, dict) and isinstance(opened.get(STATE_INPUTS_KEY), dict):
+                carried = dict(opened[STATE_INPUTS_KEY])
+        ctx._state_data = {**carried, **ctx.input_responses}
+    answers: dict[str, Any] = ctx._state_data
+    key = f"{kind}-{ctx._asked}"  # deterministic: the handler asks in the same order
+    ctx._asked += 1
+    if key in answers:
+        answer = answers[key]
+        return answer if isinstance(answer, dict) else {}
+    if len(answers) >= MAX_INPUT_ROUNDS:
+        raise MCPError(INTERNAL_ERROR, "Too many input rounds: this call asked the client for "
+                                       f"input more than {MAX_INPUT_ROUNDS} times")
+    state = ctx.server.request_state.seal({STATE_INPUTS_KEY: answers}, ctx.method, ctx.params)
+    raise NeedsInput(InputRequired({key: {"method": method, "params": params}}, state))
