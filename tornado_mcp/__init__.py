@@ -19,7 +19,14 @@ See ``docs/getting-started.md`` for the tour and ``docs/options.md`` for every l
 from .context import Context
 from .errors import MCPError, MissingClientCapability, ResourceNotFound, ToolError
 from .introspection import SessionInfo, Snapshot, StreamInfo, Totals
-from .mrtr import InputRequired, RequestStateCodec, elicitation, roots, sampling
+from .mrtr import (
+    ElicitationSchemaError,
+    InputRequired,
+    RequestStateCodec,
+    elicitation,
+    roots,
+    sampling,
+)
 from .options import OptionError, TransportOptions
 from .primitives import PromptArgument, audio, embedded_resource, image, text
 from .server import Server
@@ -30,6 +37,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Context",
+    "ElicitationSchemaError",
     "InputRequired",
     "MCPError",
     "MCPHandler",
