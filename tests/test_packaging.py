@@ -55,10 +55,10 @@ def test_wheel_and_sdist_carry_the_dashboard_files(dist: Path) -> None:
     (wheel,) = dist.glob("tornado_mcp-*.whl")
     (sdist,) = dist.glob("tornado_mcp-*.tar.gz")
     with zipfile.ZipFile(wheel) as zf:
-        assert DASHBOARD_FILES <= set(zf.namelist())
+        assert set(zf.namelist()) >= DASHBOARD_FILES
     with tarfile.open(sdist) as tf:
         names = {n.split("/", 1)[1] for n in tf.getnames() if "/" in n}
-    assert DASHBOARD_FILES <= names
+    assert names >= DASHBOARD_FILES
     assert {"README.md", "pyproject.toml"} <= names
 
 
