@@ -34,9 +34,16 @@ DASHBOARD_FILES = {"admin_ui/templates/base.html", "admin_ui/templates/dashboard
                    "admin_ui/static/favicon.svg", "admin_ui/py.typed", "tornado_mcp/py.typed"}
 
 
+def clean_env() -> dict[str, str]:
+    """The environment without anything that would import the checkout instead."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    return env
+
+
 def run(argv: list[str], cwd: Path, timeout: float = 300.0) -> str:
     done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                          check=False, env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+                          check=False, env=clean_env())
     assert done.returncode == 0, f"{argv}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     return done.stdout
 
@@ -82,7 +89,7 @@ def test_the_wheel_installs_into_a_fresh_venv_and_the_demo_runs(dist: Path,
     port = free_port()
     proc = subprocess.Popen([str(python), "-m", "tornado_mcp", "demo", "--port", str(port)],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL)
+                            stdin=subprocess.DEVNULL, env=clean_env())
     try:
         deadline = time.monotonic() + 30
         while True:
