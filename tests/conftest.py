@@ -66,7 +66,8 @@ class ServerProc:
     """A server subprocess listening on ``host:port``; its output goes to temporary files."""
 
     def __init__(
-        self, argv: Sequence[str], env: Mapping[str, str], host: str = LOOPBACK
+        self, argv: Sequence[str], env: Mapping[str, str], host: str = LOOPBACK,
+        cwd: Path = REPO_ROOT,
     ) -> None:
         self.argv = list(argv)
         self.port = 0  # known once the server reports it (wait_until_listening)
@@ -79,7 +80,7 @@ class ServerProc:
         with self._out_path.open("wb") as out, self._err_path.open("wb") as err:
             self.proc: subprocess.Popen[bytes] = subprocess.Popen(
                 self.argv,
-                cwd=REPO_ROOT,
+                cwd=cwd,
                 env=dict(env),
                 stdin=subprocess.DEVNULL,
                 stdout=out,

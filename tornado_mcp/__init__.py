@@ -20,7 +20,14 @@ from .context import Context
 from .errors import MCPError, MissingClientCapability, ResourceNotFound, ToolError
 from .identity import ANONYMOUS, Principal
 from .introspection import SessionInfo, Snapshot, StreamInfo, Totals
-from .mrtr import InputRequired, RequestStateCodec, elicitation, roots, sampling
+from .mrtr import (
+    ElicitationSchemaError,
+    InputRequired,
+    RequestStateCodec,
+    elicitation,
+    roots,
+    sampling,
+)
 from .options import OptionError, TransportOptions
 from .primitives import PromptArgument, audio, embedded_resource, image, text
 from .server import Server
@@ -32,6 +39,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ANONYMOUS",
     "Context",
+    "ElicitationSchemaError",
     "InputRequired",
     "MCPError",
     "MCPHandler",

@@ -32,7 +32,8 @@ def add_option_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--path", default="/mcp", help="where the MCP endpoint is mounted")
     parser.add_argument("--admin-token", default=None,
-                        help="dashboard token (a random one is printed when omitted)")
+                        help="dashboard token (never printed; a random one is generated "
+                             "and printed when omitted)")
     parser.add_argument("--no-admin", action="store_true", help="do not mount the dashboard")
     parser.add_argument("--log-level", default="info")
     parser.add_argument("--uvloop", action="store_true",
@@ -95,8 +96,10 @@ async def _serve(server: Server, options: TransportOptions, args: argparse.Names
         admin_routes = dashboard_routes(transport, "/admin", token)
         if admin_routes is not None:
             routes.extend(admin_routes)
+            # A generated token is printed (nobody else knows it); a given one never is.
+            shown = "the --admin-token given" if args.admin_token else token
             admin_line = (f"dashboard: http://{_display(args.host)}:{{port}}/admin/"
-                          f"  (token: {token})")
+                          f"  (token: {shown})")
     app = tornado.web.Application(routes)
     http = app.listen(args.port, address=args.host, xheaders=False)
     port = args.port

@@ -10,8 +10,10 @@ A handler asks by declaring a parameter annotated :class:`Context` (or named ``c
         return "done"
 
 Everything here is scoped to the one request: progress and log messages travel on the
-request's own response stream, server-to-client requests (legacy era) are correlated with
-it, and :attr:`Context.cancelled` turns true when the client cancels it.
+request's own response stream, questions for the client (:meth:`Context.sample`,
+:meth:`Context.elicit`, :meth:`Context.list_roots`) are server-to-client requests
+correlated with it in a legacy session and input-required rounds at 2026-07-28, and
+:attr:`Context.cancelled` turns true when the client cancels it.
 """
 
 from __future__ import annotations
@@ -23,7 +25,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import MCPError, MissingClientCapability
 from .identity import ANONYMOUS, Principal
-from .protocol import INVALID_REQUEST
+from .mrtr import (
+    INPUT_METHODS,
+    MAX_INPUT_ROUNDS,
+    STATE_INPUTS_KEY,
+    InputRequired,
+    NeedsInput,
+    check_elicitation_schema,
+)
+from .protocol import INTERNAL_ERROR
 from .schemas import LOG_LEVELS
 
 if TYPE_CHECKING:
@@ -31,6 +41,8 @@ if TYPE_CHECKING:
     from .session import Session
 
 _LEVEL_RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
+#: The client capabilities that mean "the server may ask me" (see ``client_supports``).
+_INPUT_CAPABILITIES = frozenset({"sampling", "elicitation", "roots"})
 
 
 class HTTPRequestFacts(Protocol):
@@ -59,11 +71,16 @@ class RequestChannel(Protocol):
     def notify_resources_updated(self, uri: str) -> None:
         """Tell subscribers of ``uri`` that it changed."""
 
+    @property
+    def requests_unavailable(self) -> str | None:
+        """Why :meth:`send_request` cannot work on this channel, or ``None``."""
+
 
 class Context:
     """Request-scoped helpers and facts; see the module docstring."""
 
     __slots__ = (
+        "_asked",
         "_cancelled",
         "_channel",
         "_http",
@@ -104,7 +121,8 @@ class Context:
         self._http = http
         self._channel = channel
         self._cancelled = False
-        self._state_data: Any = None
+        self._state_data: Any = None  # the answers of input rounds so far (2026-07-28)
+        self._asked = 0  # questions asked by this run of the handler (2026-07-28)
         self.task: asyncio.Task[Any] | None = None
         meta = params.get("_meta")
         self.progress_token = meta.get("progressToken") if isinstance(meta, dict) else None
@@ -142,15 +160,6 @@ class Context:
             info: dict[str, Any] | None = self.envelope.get("client_info")
             return info
         return self.session.client_info if self.session else None
-
-    def client_supports(self, *path: str) -> bool:
-        """True when the client declared the capability at ``path`` (e.g. "elicitation")."""
-        node: Any = self.client_capabilities
-        for key in path:
-            if not isinstance(node, Mapping) or key not in node:
-                return False
-            node = node[key]
-        return True
 
     def require_client_capability(self, *path: str) -> None:
         """Raise -32021 (HTTP 400 at 2026-07-28) unless the client declared ``path``."""
@@ -235,52 +244,97 @@ class Context:
         else:
             self.server.notify_resources_updated(uri)
 
-    # -- server-to-client requests (legacy era only) --------------------------------------
+    # -- asking the client: sampling, elicitation, roots (both eras) --------------------------
+    def input_unavailable(self) -> str | None:
+        """Why this request cannot ask its client for input (sampling, elicitation, roots),
+        or ``None`` when it can: as server-to-client requests in a legacy session, as
+        input-required rounds at 2026-07-28."""
+        return _input_unavailable(self, self._channel)
+
+    def client_supports(self, *path: str) -> bool:
+        """True when the client declared the capability at ``path`` (e.g. "elicitation").
+
+        For ``sampling``, ``elicitation`` and ``roots`` it is also false when this request
+        cannot ask the client at all (stateless legacy mode, JSON-response mode), so a
+        handler that checks it first never calls something that cannot work."""
+        if path and path[0] in _INPUT_CAPABILITIES and self.input_unavailable() is not None:
+            return False
+        node: Any = self.client_capabilities
+        for key in path:
+            if not isinstance(node, Mapping) or key not in node:
+                return False
+            node = node[key]
+        return True
+
     async def send_request(self, method: str, params: dict[str, Any] | None = None,
                            timeout: float | None = None) -> dict[str, Any]:
-        """Send a JSON-RPC request to the client and return its result.
+        """Send a JSON-RPC request to the client and return its result (legacy era).
 
-        Only the legacy era has these: at 2026-07-28 return :class:`~tornado_mcp.InputRequired`
-        instead.  Raises :class:`MCPError` when the client returns an error, the request
-        times out (``server_to_client_request_timeout`` unless ``timeout`` is given), or no
-        stream can carry it.
+        2026-07-28 has no server-to-client requests: use :meth:`sample`, :meth:`elicit`
+        and :meth:`list_roots`, which work in both eras.  Raises :class:`MCPError` when the
+        client returns an error, the request times out (``server_to_client_request_timeout``
+        unless ``timeout`` is given), or no stream can carry it.
         """
-        if self.modern or self._channel is None:
-            raise MCPError(INVALID_REQUEST,
-                           "Server-initiated requests are not available in the modern lifecycle")
+        if self.modern:
+            raise MCPError(INTERNAL_ERROR,
+                           f"The server cannot send {method} to a 2026-07-28 client: that era "
+                           "has no server-to-client requests (use ctx.sample, ctx.elicit or "
+                           "ctx.list_roots, which become input-required results)")
+        reason = self.input_unavailable()
+        if reason is not None or self._channel is None:
+            raise MCPError(INTERNAL_ERROR, reason or "no request channel")
         return await self._channel.send_request(method, params, timeout)
+
+    async def _ask(self, kind: str, method: str, params: dict[str, Any],
+                   timeout: float | None, *capability: str) -> dict[str, Any]:
+        """One question for the client, in either era (see :meth:`sample`)."""
+        reason = self.input_unavailable()
+        if reason is not None:
+            raise MCPError(INTERNAL_ERROR, reason)
+        self.require_client_capability(*capability)
+        if not self.modern:
+            return await self.send_request(method, params, timeout)
+        return _input_round(self, kind, method, params)
 
     async def sample(self, messages: list[dict[str, Any]], max_tokens: int,
                      timeout: float | None = None, **extra: Any) -> dict[str, Any]:
-        """``sampling/createMessage``; needs the client's ``sampling`` capability."""
-        self.require_client_capability("sampling")
-        return await self.send_request("sampling/createMessage",
-                                       {"messages": messages, "maxTokens": max_tokens, **extra},
-                                       timeout)
+        """``sampling/createMessage``: the client's model answers ``messages``.
+
+        Needs the client's ``sampling`` capability.  Works in both eras: in a legacy session
+        it is a server-to-client request; at 2026-07-28 the call answers with an
+        input-required result, the client retries with the answer, and the handler runs
+        again from the start, this await now returning at once.  So whatever the handler
+        does before it awaits (side effects included) happens once per round.
+        """
+        return await self._ask("sampling", "sampling/createMessage",
+                               {"messages": messages, "maxTokens": max_tokens, **extra},
+                               timeout, "sampling")
 
     async def elicit(self, message: str, requested_schema: dict[str, Any],
                      timeout: float | None = None) -> dict[str, Any]:
-        """``elicitation/create`` in form mode; needs the client's ``elicitation`` capability."""
-        self.require_client_capability("elicitation")
-        return await self.send_request(
-            "elicitation/create",
-            {"mode": "form", "message": message, "requestedSchema": requested_schema}, timeout)
+        """``elicitation/create`` in form mode (both eras, like :meth:`sample`); needs the
+        client's ``elicitation`` capability.  ``requested_schema`` must be a flat object of
+        primitive properties (:class:`~tornado_mcp.mrtr.ElicitationSchemaError` otherwise)."""
+        check_elicitation_schema(requested_schema)
+        return await self._ask(
+            "elicitation", "elicitation/create",
+            {"mode": "form", "message": message, "requestedSchema": requested_schema},
+            timeout, "elicitation")
 
     async def elicit_url(self, message: str, url: str, elicitation_id: str,
                          timeout: float | None = None) -> dict[str, Any]:
-        """``elicitation/create`` in URL mode; needs ``elicitation.url``."""
-        self.require_client_capability("elicitation", "url")
-        return await self.send_request(
-            "elicitation/create",
+        """``elicitation/create`` in URL mode (both eras); needs ``elicitation.url``."""
+        return await self._ask(
+            "elicitation", "elicitation/create",
             {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id},
-            timeout)
+            timeout, "elicitation", "url")
 
     async def list_roots(self, timeout: float | None = None) -> dict[str, Any]:
-        """``roots/list``; needs the client's ``roots`` capability."""
-        self.require_client_capability("roots")
-        return await self.send_request("roots/list", None, timeout)
+        """``roots/list`` (both eras, like :meth:`sample`); needs the ``roots`` capability."""
+        return await self._ask("roots", "roots/list", {}, timeout, "roots")
 
     async def ping(self, timeout: float | None = None) -> dict[str, Any]:
+        """A ``ping`` to the client (legacy era only)."""
         return await self.send_request("ping", None, timeout)
 
     # -- input-required results (2026-07-28) ---------------------------------------------
@@ -307,4 +361,47 @@ class Context:
         request carries no state; -32602 when it was tampered with or expired."""
         if self.request_state is None:
             return None
-        return self.server.request_state.open(self.request_state, self.method, self.params)
+        data = self.server.request_state.open(self.request_state, self.method, self.params)
+        if isinstance(data, dict) and set(data) == {STATE_INPUTS_KEY}:
+            return None  # the answers ctx.sample / elicit / list_roots carry, not yours
+        return data
+
+
+def _input_unavailable(ctx: Context, channel: RequestChannel | None) -> str | None:
+    if ctx.modern:
+        if ctx.method in INPUT_METHODS:
+            return None
+        return (f"{ctx.method} cannot ask the client for input at 2026-07-28; only "
+                "tools/call, prompts/get and resources/read can (as input-required results)")
+    if channel is None:
+        return "this request has no way back to its client"
+    if ctx.session is None:
+        return ("Stateless mode does not support server-to-client requests (sampling, "
+                "elicitation, roots): they need a legacy session, so serve this endpoint "
+                "with stateless=False, or let the client use 2026-07-28")
+    reason: str | None = getattr(channel, "requests_unavailable", None)
+    return reason
+
+
+def _input_round(ctx: Context, kind: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """2026-07-28: the answer to the handler's next question, from this request's
+    ``inputResponses`` or the sealed ``requestState`` carrying earlier rounds' answers;
+    when it is not there yet, :class:`NeedsInput` asks the client for it."""
+    if ctx._state_data is None:
+        carried: dict[str, Any] = {}
+        if ctx.request_state is not None:
+            opened = ctx.server.request_state.open(ctx.request_state, ctx.method, ctx.params)
+            if isinstance(opened, dict) and isinstance(opened.get(STATE_INPUTS_KEY), dict):
+                carried = dict(opened[STATE_INPUTS_KEY])
+        ctx._state_data = {**carried, **ctx.input_responses}
+    answers: dict[str, Any] = ctx._state_data
+    key = f"{kind}-{ctx._asked}"  # deterministic: the handler asks in the same order
+    ctx._asked += 1
+    if key in answers:
+        answer = answers[key]
+        return answer if isinstance(answer, dict) else {}
+    if len(answers) >= MAX_INPUT_ROUNDS:
+        raise MCPError(INTERNAL_ERROR, "Too many input rounds: this call asked the client for "
+                                       f"input more than {MAX_INPUT_ROUNDS} times")
+    state = ctx.server.request_state.seal({STATE_INPUTS_KEY: answers}, ctx.method, ctx.params)
+    raise NeedsInput(InputRequired({key: {"method": method, "params": params}}, state))

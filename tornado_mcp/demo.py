@@ -1,21 +1,35 @@
-"""The demo server: a few useful tools, resources and prompts to try a client against."""
+"""The demo server: a few useful tools, resources and prompts to try a client against.
+
+Notes are resources (``note://{name}``) that clients can subscribe to, in both eras:
+a legacy session with ``resources/subscribe`` (updates arrive on its GET stream), a
+2026-07-28 client with ``subscriptions/listen`` naming the URI.  ``add_note`` tells exactly
+those subscribers, whoever calls it.
+"""
 
 from __future__ import annotations
 
 import datetime
 import statistics
+import weakref
 
 from .context import Context
-from .errors import ToolError
+from .errors import MCPError, ResourceNotFound, ToolError
+from .protocol import INVALID_PARAMS, RESOURCES_UPDATED
 from .server import Server
+from .session import Session
 
-NOTES: dict[str, str] = {"welcome": "Welcome to tornado-mcp. Try the add_note tool."}
+WELCOME = "Welcome to tornado-mcp. Try the add_note tool."
+#: Distinct URIs the demo tracks legacy subscriptions for (clients choose the URIs).
+MAX_SUBSCRIBED_URIS = 1000
 
 
 def build_demo_server() -> Server:
     server = Server("tornado-mcp-demo", version="0.1.0", title="tornado-mcp demo",
                     instructions="A small notebook: list, read and add notes; "
                                  "do some arithmetic; ask for the time.")
+    notes: dict[str, str] = {"welcome": WELCOME}
+    # Legacy sessions subscribed to each note URI (weakly: an ended session drops out).
+    subscribers: dict[str, weakref.WeakSet[Session]] = {}
 
     @server.tool(annotations={"readOnlyHint": True})
     def now(timezone_offset_hours: float = 0.0) -> str:
@@ -32,11 +46,16 @@ def build_demo_server() -> Server:
                 "min": min(numbers), "max": max(numbers)}
 
     @server.tool()
-    async def add_note(name: str, text: str, ctx: Context) -> str:
-        """Store a note; subscribers of its URI are told it changed."""
-        NOTES[name] = text
-        ctx.notify_resources_updated(f"note://{name}")
-        server.notify_resources_list_changed()
+    def add_note(name: str, text: str) -> str:
+        """Store a note; the sessions and listen streams subscribed to its URI are told."""
+        is_new = name not in notes
+        notes[name] = text
+        uri = f"note://{name}"
+        for session in list(subscribers.get(uri, ())):
+            session.send_notification(RESOURCES_UPDATED, {"uri": uri})  # its GET stream
+        server.notify_resources_updated(uri)  # 2026-07-28 listen streams naming uri
+        if is_new:
+            server.notify_resources_list_changed()
         return f"Stored note {name!r} ({len(text)} characters)."
 
     @server.tool()
@@ -47,31 +66,46 @@ def build_demo_server() -> Server:
     @server.resource("note://index", "index", mime_type="text/plain")
     def index() -> str:
         """The names of all notes."""
-        return "\n".join(sorted(NOTES))
+        return "\n".join(sorted(notes))
 
     @server.resource("note://{name}", "note", mime_type="text/plain")
     def note(name: str) -> str:
         """One note by name."""
-        from .errors import ResourceNotFound
-        if name not in NOTES:
+        if name not in notes:
             raise ResourceNotFound(f"note://{name}")
-        return NOTES[name]
+        return notes[name]
 
     @server.prompt(description="Summarise a note in a given tone.")
     def summarise(name: str, tone: str = "neutral") -> str:
-        return f"Summarise the note {name!r} in a {tone} tone:\n\n{NOTES.get(name, '')}"
+        return f"Summarise the note {name!r} in a {tone} tone:\n\n{notes.get(name, '')}"
 
     @server.completion()
     def complete(ref: dict[str, str], argument: dict[str, str], context: object) -> list[str]:
         if argument.get("name") == "name":
-            return [n for n in sorted(NOTES) if n.startswith(argument.get("value", ""))]
+            return [n for n in sorted(notes) if n.startswith(argument.get("value", ""))]
         if argument.get("name") == "tone":
             return [t for t in ("neutral", "formal", "playful")
                     if t.startswith(argument.get("value", ""))]
         return []
 
     @server.on_subscribe
-    def subscribe(uri: str) -> None:
-        """Subscriptions are tracked per session by the client's GET stream."""
+    def subscribe(uri: str, ctx: Context) -> None:
+        """Remember the session; add_note notifies it on its GET stream."""
+        if ctx.session is None:
+            return
+        if uri not in subscribers and len(subscribers) >= MAX_SUBSCRIBED_URIS:
+            for gone in [u for u, s in subscribers.items() if not s]:
+                del subscribers[gone]  # URIs whose sessions have all ended
+            if len(subscribers) >= MAX_SUBSCRIBED_URIS:
+                raise MCPError(INVALID_PARAMS, "Too many subscribed URIs on this demo server "
+                                               f"(at most {MAX_SUBSCRIBED_URIS})")
+        subscribers.setdefault(uri, weakref.WeakSet()).add(ctx.session)
+
+    @server.on_unsubscribe
+    def unsubscribe(uri: str, ctx: Context) -> None:
+        if ctx.session is not None and uri in subscribers:
+            subscribers[uri].discard(ctx.session)
+            if not subscribers[uri]:
+                del subscribers[uri]
 
     return server

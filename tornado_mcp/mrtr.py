@@ -9,10 +9,14 @@ A tool, prompt or resource handler that needs something from the user returns
         answer = ctx.input_response("confirm")
         if answer is None:
             return InputRequired(
-                {"confirm": elicitation("Book a room in %s?" % city, {"type": "object"})},
+                {"confirm": elicitation(f"Book a room in {city}?", {
+                    "type": "object", "properties": {"ok": {"type": "boolean"}}})},
                 request_state=ctx.seal_state({"city": city}),
             )
         return "booked" if answer.get("action") == "accept" else "cancelled"
+
+:meth:`Context.sample <tornado_mcp.Context.sample>`, ``elicit`` and ``list_roots`` build on
+the same rounds at 2026-07-28 (see :class:`NeedsInput`), so a handler can simply await them.
 
 ``requestState`` comes back from the client, so treat it as attacker-controlled:
 :class:`RequestStateCodec` seals it with an HMAC bound to the method, a digest of the
@@ -42,6 +46,62 @@ INPUT_KIND_CAPABILITY = {
 
 _PARAMS_NOT_BOUND = frozenset({"_meta", "inputResponses", "requestState"})
 
+#: Methods whose handlers may ask for input (and whose retries carry ``inputResponses``).
+INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+#: Input requests one 2026-07-28 call may make through ``ctx.sample`` / ``ctx.elicit`` /
+#: ``ctx.list_roots`` before it is ended (the official clients give up after ten rounds).
+MAX_INPUT_ROUNDS = 8
+#: The key under which the answers of earlier rounds travel in the sealed ``requestState``.
+STATE_INPUTS_KEY = "tornado_mcp/inputs"
+
+#: Property types an elicitation form may use: the spec's primitive schemas.
+_PRIMITIVE_TYPES = frozenset({"string", "number", "integer", "boolean"})
+
+
+class ElicitationSchemaError(ValueError):
+    """An elicitation ``requestedSchema`` that MCP does not allow (raised when it is built,
+    so the developer sees it in the server log rather than a client refusing it)."""
+
+
+def check_elicitation_schema(schema: Any) -> None:
+    """Raise :class:`ElicitationSchemaError` unless ``schema`` is what the MCP spec allows
+    for a form: ``{"type": "object", "properties": {...}, "required": [...]}`` whose
+    properties are flat primitives (string, number, integer, boolean, or a string enum, or
+    an array of enum strings for multi-select).  Nested objects are not allowed."""
+    def fail(why: str) -> None:
+        raise ElicitationSchemaError(f"Invalid elicitation requestedSchema: {why}")
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        fail('it must be an object schema, {"type": "object", "properties": {...}}')
+    props = schema.get("properties")
+    if not isinstance(props, dict):
+        fail('"properties" is required and must map field names to primitive schemas')
+    for name, prop in props.items():
+        if not isinstance(prop, dict):
+            fail(f"property {name!r} must be a schema object")
+        kind = prop.get("type")
+        if kind == "array":
+            items = prop.get("items")
+            if not isinstance(items, dict) or not ("enum" in items or "anyOf" in items):
+                fail(f"property {name!r}: an array must be a multi-select with enum items")
+        elif kind not in _PRIMITIVE_TYPES:
+            fail(f"property {name!r} has type {kind!r}; forms allow only flat primitive "
+                 "properties (string, number, integer, boolean, enums)")
+    required = schema.get("required", [])
+    if not isinstance(required, list) or not all(r in props for r in required):
+        fail('"required" must list names of declared properties')
+
+
+class NeedsInput(BaseException):
+    """Raised by ``ctx.sample`` / ``ctx.elicit`` / ``ctx.list_roots`` at 2026-07-28 when the
+    answer is not in the request yet: the server answers with :attr:`input_required` and
+    the client retries the call, which runs the handler again from the start.
+
+    A ``BaseException``, so a handler's own ``except Exception`` does not swallow it."""
+
+    def __init__(self, input_required: InputRequired) -> None:
+        super().__init__("input required")
+        self.input_required = input_required
+
 
 @dataclass
 class InputRequired:
@@ -60,7 +120,9 @@ class InputRequired:
 
 
 def elicitation(message: str, requested_schema: dict[str, Any]) -> dict[str, Any]:
-    """An ``elicitation/create`` input request in form mode."""
+    """An ``elicitation/create`` input request in form mode; the schema is checked with
+    :func:`check_elicitation_schema`."""
+    check_elicitation_schema(requested_schema)
     return {"method": "elicitation/create",
             "params": {"mode": "form", "message": message, "requestedSchema": requested_schema}}
 

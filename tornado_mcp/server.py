@@ -25,7 +25,7 @@ from typing import Any, Protocol, TypeVar
 
 from .context import Context
 from .errors import MCPError, ResourceNotFound, ToolError, method_not_found
-from .mrtr import INPUT_KIND_CAPABILITY, InputRequired, RequestStateCodec
+from .mrtr import INPUT_KIND_CAPABILITY, InputRequired, NeedsInput, RequestStateCodec
 from .pagination import paginate
 from .primitives import (
     Handler,
@@ -458,7 +458,10 @@ class Server:
         builtin = _BUILTIN.get(method)
         result: dict[str, Any]
         if builtin is not None:
-            result = await builtin(self, params, ctx)
+            try:
+                result = await builtin(self, params, ctx)
+            except NeedsInput as need:  # ctx.sample / elicit / list_roots at 2026-07-28
+                result = self._input_required(need.input_required, ctx)
         else:
             spec = self._methods[method]
             result = await spec.call(ctx, {spec.params[0].name: params} if spec.params else {})

@@ -186,7 +186,12 @@ async def _initialize(h: MCPHandler, message: dict[str, Any], body: bytes) -> No
         h.send_json(200, error_body(request_id, exc.code, exc.message))
         return
     version = t.server.negotiate_version(p["protocolVersion"], opts.protocol_versions)
-    result = {"jsonrpc": "2.0", "id": request_id, "result": t.server.initialize_result(version)}
+    answer = t.server.initialize_result(version)
+    if opts.stateless:
+        # No session, no GET stream: nothing could carry list changes or resource
+        # updates, so they are not advertised.
+        answer["capabilities"] = t.server.advertised_capabilities(False)
+    result = {"jsonrpc": "2.0", "id": request_id, "result": answer}
     if opts.stateless:
         h.send_json(200, result)
         return

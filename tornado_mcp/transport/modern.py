@@ -30,6 +30,7 @@ from ..protocol import HEADER_MISMATCH as MISMATCH
 from ..schemas import ENVELOPE, load
 from . import headers
 from .jsonrpc import Kind, Reply, classify, safe_id
+from .legacy import is_initialize
 from .listen import listen
 from .request import run_request
 
@@ -54,6 +55,15 @@ async def post(h: MCPHandler, message: Any, header: str | None) -> None:
     request_id = safe_id(message.get("id"))
     method = message.get("method")
     supported = t.modern_versions
+    if header is None and is_initialize(message):
+        # A 2025 client on a modern-only endpoint: say which versions are served.
+        params = message.get("params")
+        requested = params.get("protocolVersion") if isinstance(params, dict) else None
+        raise Reply(400, UNSUPPORTED_PROTOCOL_VERSION,
+                    f"Unsupported protocol version: this endpoint serves only "
+                    f"{', '.join(supported)}, which has no `initialize`; the client must "
+                    "use 2026-07-28", request_id,
+                    {"supported": supported, "requested": requested})
     if header is None:
         raise Reply(400, MISMATCH,
                     f"Header mismatch: {HEADER_PROTOCOL_VERSION} header is required",

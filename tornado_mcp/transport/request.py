@@ -69,16 +69,27 @@ class RequestStream:
             channel = h.open_channel(lambda: opts.sse_keepalive_interval)
         return channel.send(frame(message))
 
+    @property
+    def requests_unavailable(self) -> str | None:
+        """Why a server-to-client request cannot be sent for this request, or ``None``."""
+        if not self.json_only:
+            return None
+        if self.handler.transport.options.json_response:
+            return ("JSON response mode does not support server-to-client requests "
+                    "(sampling, elicitation, roots): the response is one JSON body; serve "
+                    "this endpoint with json_response=False, or let the client use 2026-07-28")
+        return "A batched request cannot send server-to-client requests"
+
     async def send_request(self, method: str, params: dict[str, Any] | None,
                            timeout: float | None) -> dict[str, Any]:
         ctx = self.ctx
         session = ctx.session if ctx is not None else None
         if session is None:
-            raise MCPError(INVALID_REQUEST,
+            raise MCPError(INTERNAL_ERROR,
                            "Stateless mode does not support server-to-client requests")
-        if self.json_only:
-            raise MCPError(INVALID_REQUEST,
-                           "JSON response mode does not support server-to-client requests")
+        reason = self.requests_unavailable
+        if reason is not None:
+            raise MCPError(INTERNAL_ERROR, reason)
         request_id = f"s-{session.id[:8]}-{len(session.pending)}-{time.monotonic_ns()}"
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:

@@ -12,6 +12,12 @@ from ..options import TransportOptions
 from .headers import MAX_CACHED_HEADER
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
+#: The refusals name the option that allows a host or origin (behind a reverse proxy, the
+#: public name of the service is what to add).
+HOST_REFUSAL = ("Forbidden: Invalid Host header (only loopback names are accepted unless "
+                "the host is listed in the allowed_hosts option)")
+ORIGIN_REFUSAL = ("Forbidden: Invalid Origin header (only same-origin requests are accepted "
+                  "unless the origin is listed in the allowed_origins option)")
 #: Verdicts kept at most; the cache simply starts over when full.
 VERDICT_CACHE_SIZE = 1024
 
@@ -25,7 +31,7 @@ def rebinding_verdict(host_header: str | None, origin: str | None,
             else host.rsplit(":", 1)[0]
         if not (bare in LOOPBACK_HOSTS or host in opts.allowed_hosts
                 or bare in opts.allowed_hosts):
-            return "Forbidden: Invalid Host header"
+            return HOST_REFUSAL
     if origin is None:
         return None
     o = origin.strip().lower()
@@ -33,13 +39,13 @@ def rebinding_verdict(host_header: str | None, origin: str | None,
         return None
     scheme, sep, authority = o.partition("://")
     if not sep or not authority or "/" in authority or scheme not in ("http", "https"):
-        return "Forbidden: Invalid Origin header"
+        return ORIGIN_REFUSAL
     default = ":443" if scheme == "https" else ":80"
     if authority.endswith(default):
         authority = authority[: -len(default)]
     if host.endswith((":80", ":443")):
         host = host.rsplit(":", 1)[0]
-    return None if authority == host else "Forbidden: Invalid Origin header"
+    return None if authority == host else ORIGIN_REFUSAL
 
 
 class RebindingGuard:

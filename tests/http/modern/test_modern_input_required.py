@@ -140,7 +140,7 @@ async def test_request_state_bound_to_arguments_and_expiry() -> None:
     def greet(who: str, ctx: Context) -> str | InputRequired:
         state = ctx.open_state()
         if state is None:
-            return InputRequired({"ok": elicitation("ok?", {"type": "object"})},
+            return InputRequired({"ok": elicitation("ok?", {"type": "object", "properties": {}})},
                                  request_state=ctx.seal_state({"who": who}))
         return f"hi {state['who']}"
 

@@ -123,7 +123,7 @@ async def test_modern_only_endpoint() -> None:
                            "clientInfo": {"name": "c", "version": "1"}}}
         no_header = await srv.post(init)
         assert no_header.status == 400
-        assert error_of(no_header)["code"] == -32020
+        assert error_of(no_header)["code"] == -32022
         assert error_of(no_header)["data"]["supported"] == [MODERN]
         legacy_header = await srv.post(init, version=LEGACY)
         assert legacy_header.status == 400

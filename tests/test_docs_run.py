@@ -1,0 +1,200 @@
+"""Every Python code block in README.md and docs/*.md runs, so the docs cannot rot.
+
+Conventions (the harness, not the reader, needs these):
+
+* A block fenced ```python is executed.  A block that is only a fragment (it needs names
+  a surrounding program would define) is fenced ```python fragment and skipped; any other
+  ``python...`` info string fails the test, so no block is left untested by accident.
+* The executed blocks of one file form one program, in order (later blocks may use what
+  earlier ones defined, as a reader would).  The program runs in a fresh interpreter from
+  the repository root with ``__name__`` not ``"__main__"``; if it defines ``main()``, the
+  harness then runs ``asyncio.run(main())`` itself, so a block may end with the usual
+  ``if __name__ == "__main__": asyncio.run(main())`` and still be followed by others.
+* A program that defines ``main()`` is a server: the literal port ``8000`` is replaced by
+  ``0`` (the runner reports the port bound), the harness waits (bounded) until it
+  accepts connections, talks real MCP to it
+  (the getting-started server with the official Python SDK client, in both eras), then
+  stops it with SIGTERM.  A program without ``main()`` must exit 0 within the timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from conftest import REPO_ROOT, ServerProc
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+DOCS = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
+FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```\s*$", re.M | re.S)
+# The runner reports the port a program's ``app.listen(0)`` bound, in the line the
+# harness reads for every server it starts, so the program itself need not print it.
+RUNNER = ("import asyncio, runpy, sys\n"
+          "import tornado.web\n"
+          "_listen = tornado.web.Application.listen\n"
+          "def listen(self, port, *args, **kwargs):\n"
+          "    http = _listen(self, port, *args, **kwargs)\n"
+          "    bound = next(iter(http._sockets.values())).getsockname()[1]\n"
+          "    print(f'MCP endpoint: http://127.0.0.1:{bound}/mcp', flush=True)\n"
+          "    return http\n"
+          "tornado.web.Application.listen = listen\n"
+          "ns = runpy.run_path(sys.argv[1], run_name='docs_example')\n"
+          "if callable(ns.get('main')):\n"
+          "    asyncio.run(ns['main']())\n")
+RUN_TIMEOUT = 60.0
+STEP = 10.0
+
+pytestmark = [pytest.mark.timeout(120),
+              pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+
+
+@dataclass
+class Block:
+    path: Path
+    line: int
+    info: str
+    code: str
+
+
+def blocks(path: Path) -> Iterator[Block]:
+    text = path.read_text(encoding="utf-8")
+    for m in FENCE.finditer(text):
+        yield Block(path, text.count("\n", 0, m.start()) + 1, m.group(1).strip(), m.group(2))
+
+
+def python_blocks(path: Path) -> list[Block]:
+    return [b for b in blocks(path) if b.info.split(" ")[0] == "python"]
+
+
+def program(path: Path) -> str:
+    return "\n\n".join(b.code for b in python_blocks(path) if b.info == "python")
+
+
+def test_every_python_block_is_run_or_marked_a_fragment() -> None:
+    run = skipped = 0
+    for path in DOCS:
+        for block in python_blocks(path):
+            where = f"{path.name}:{block.line}"
+            assert block.info in ("python", "python fragment"), \
+                f"{where}: fence as ```python (run) or ```python fragment (skipped)"
+            if block.info == "python":
+                run += 1
+            else:
+                skipped += 1
+    assert run >= 6 and skipped <= 5, (run, skipped)
+
+
+def start(path: Path, tmp_path: Path) -> ServerProc:
+    source = program(path).replace("8000", "0")
+    script = tmp_path / f"{path.stem}_program.py"
+    script.write_text(source, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "PYTHONUNBUFFERED": "1"}
+    proc = ServerProc([sys.executable, "-c", RUNNER, str(script)], env)
+    try:
+        proc.wait_until_listening()
+    except BaseException:
+        proc.stop()
+        raise
+    return proc
+
+
+def initialize(url: str) -> dict[str, Any]:
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                       "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                  "clientInfo": {"name": "docs", "version": "1"}}}).encode()
+    request = urllib.request.Request(url, body, method="POST", headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+    with urllib.request.urlopen(request, timeout=STEP) as response:
+        reply: dict[str, Any] = json.loads(response.read())
+    return reply
+
+
+def test_the_readme_program_serves_until_stopped(tmp_path: Path) -> None:
+    proc = start(REPO_ROOT / "README.md", tmp_path)
+    try:
+        assert initialize(proc.url)["result"]["serverInfo"]["name"] == "greeter"
+        with urllib.request.urlopen(proc.base_url + "/", timeout=STEP) as home:
+            assert b"also speaks MCP" in home.read()
+        proc.proc.send_signal(signal.SIGTERM)
+        assert proc.proc.wait(timeout=STEP) == 0  # it stops gracefully, on its own
+    finally:
+        proc.stop()
+
+
+def test_the_admin_program_serves_mcp_and_the_dashboard(tmp_path: Path) -> None:
+    proc = start(REPO_ROOT / "docs" / "admin.md", tmp_path)
+    try:
+        assert initialize(proc.url)["result"]["serverInfo"]["name"] == "weather"
+        with urllib.request.urlopen(proc.base_url + "/admin/login", timeout=STEP) as page:
+            assert page.status == 200
+    finally:
+        proc.stop()
+    assert "token: " in proc.stdout
+
+
+def test_the_subscriptions_program_runs(tmp_path: Path) -> None:
+    script = tmp_path / "subscriptions_program.py"
+    script.write_text(program(REPO_ROOT / "docs" / "subscriptions.md"), encoding="utf-8")
+    done = subprocess.run([sys.executable, "-c", RUNNER, str(script)], cwd=REPO_ROOT,
+                          env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+                          capture_output=True, text=True, timeout=RUN_TIMEOUT, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.fixture
+def getting_started(tmp_path: Path) -> Iterator[ServerProc]:
+    proc = start(REPO_ROOT / "docs" / "getting-started.md", tmp_path)
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+async def confirm(context: Any, params: Any) -> types.ElicitResult:
+    assert set(params.requested_schema["properties"]) == {"confirm"}
+    return types.ElicitResult(action="accept", content={"confirm": True})
+
+
+async def summarise(context: Any, params: Any) -> types.CreateMessageResult:
+    return types.CreateMessageResult(role="assistant", model="m",
+                                     content=types.TextContent(type="text", text="short"))
+
+
+def text_of(result: Any) -> str:
+    return "".join(getattr(c, "text", "") for c in result.content)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_the_getting_started_server_with_the_official_client(
+        getting_started: ServerProc, mode: str) -> None:
+    with anyio.fail_after(6 * STEP):
+        async with Client(getting_started.url, mode=mode,  # type: ignore[arg-type]
+                          read_timeout_seconds=STEP, elicitation_callback=confirm,
+                          sampling_callback=summarise) as client:
+            stored = await client.call_tool("add_note", {"name": "todo", "text": "milk"})
+            assert text_of(stored) == "stored todo"
+            read = await client.read_resource("note://todo")
+            assert read.contents[0].text == "milk"  # type: ignore[union-attr]
+            with pytest.raises(MCPError) as missing:
+                await client.read_resource("note://nothing")
+            assert missing.value.error.code == (-32002 if mode == "legacy" else -32602)
+            prompt = await client.get_prompt("summarise", {"name": "todo"})
+            assert "'milk'" in prompt.messages[0].content.text  # type: ignore[union-attr]
+            crunched = await client.call_tool("crunch", {"n": 2})
+            assert text_of(crunched) == "done: short"
+            booked = await client.call_tool("book", {"city": "Oslo"})
+            assert text_of(booked) == "booked Oslo"
+    assert "Traceback" not in getting_started.stderr
