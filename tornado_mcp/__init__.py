@@ -21,14 +21,17 @@ from .errors import MCPError, MissingClientCapability, ResourceNotFound, ToolErr
 from .introspection import SessionInfo, Snapshot, StreamInfo, Totals
 from .mrtr import InputRequired, RequestStateCodec, elicitation, roots, sampling
 from .options import OptionError, TransportOptions
-from .primitives import PromptArgument, audio, embedded_resource, image, text
+from .primitives import PromptArgument
+from .results import audio, embedded_resource, image, resource_link, text
 from .server import Server
 from .session import Session
 from .transport import MCPHandler, Transport
+from .typeschema import Arg
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Arg",
     "Context",
     "InputRequired",
     "MCPError",
@@ -51,6 +54,7 @@ __all__ = [
     "elicitation",
     "embedded_resource",
     "image",
+    "resource_link",
     "roots",
     "sampling",
     "text",
