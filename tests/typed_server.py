@@ -8,6 +8,7 @@ against it; ``total`` returns a primitive (wrapped as ``{"result": ...}``).
 from __future__ import annotations
 
 import enum
+import itertools
 from dataclasses import dataclass
 from typing import Annotated, TypedDict
 
@@ -72,7 +73,7 @@ def build() -> Server:
         RECEIVED.update(traveller=traveller, budget=budget, mode=mode, stops=stops)
         assert isinstance(traveller, Traveller) and isinstance(mode, Mode)
         places = [p for day in stops for p in day]
-        legs = [Leg(a, b, mode) for a, b in zip(places, places[1:], strict=False)]
+        legs = [Leg(a, b, mode) for a, b in itertools.pairwise(places)]
         return Plan(traveller, legs, min(budget["amount"], 10.0 * len(legs)), stops)
 
     @server.tool()
