@@ -285,6 +285,12 @@ def test_messages_name_the_argument_and_the_rule(value: Any, message: str) -> No
     assert check(value) == message
 
 
+def test_false_subschema_message() -> None:
+    check = compile_schema({"type": "object", "properties": {"a": False}})
+    assert check({"a": 1}) == ("arguments holds a value that is not allowed "
+                               "(False schema does not allow 1)")
+
+
 def test_messages_are_bounded_whatever_the_value() -> None:
     check = compile_schema({"type": "object", "properties": {
         "a": {"not": {"type": "string"}}}, "additionalProperties": False})

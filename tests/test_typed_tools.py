@@ -121,6 +121,14 @@ def build() -> Server:
     def hand_written(q: str) -> str:
         return q
 
+    @server.tool(structured_output=False)
+    def unserialisable() -> Place:
+        return object()  # type: ignore[return-value]
+
+    @server.tool(structured_output=False)
+    def plain_dataclass() -> Place:
+        return Place("Oslo", 1.0, 2.0)
+
     @server.tool()
     def link() -> list[dict[str, Any]]:
         return [resource_link("file:///r/q3.pdf", "q3.pdf", mime_type="application/pdf")]
@@ -176,6 +184,15 @@ async def test_result_that_breaks_its_schema_is_a_server_error(
                    for r in caplog.records)
     good = await mcp_client.call_tool("declared", {"ok": True})
     assert good.structured == {"ok": True}
+
+
+async def test_results_without_output_schema(mcp_client: Client) -> None:  # noqa: F811
+    plain = await mcp_client.call_tool("plain_dataclass")
+    assert plain.structured == {"name": "Oslo", "lat": 1.0, "lon": 2.0}
+    with pytest.raises(RPCError) as info:
+        await mcp_client.call_tool("unserialisable")
+    assert info.value.code == INTERNAL_ERROR
+    assert "tool unserialisable returned a result that has no JSON form" in info.value.message
 
 
 async def test_marshmallow_parameter_is_loaded(mcp_client: Client) -> None:  # noqa: F811

@@ -170,6 +170,8 @@ def describe(error: js_exceptions.ValidationError, root: str = "arguments") -> s
     rule, instance = str(error.validator), error.instance
     value: Any = error.validator_value
     schema: Any = error.schema
+    if error.validator is None:  # a ``false`` subschema: the library omits its last step
+        return f"{at} holds a value that is not allowed ({_clip(error.message, 80)})"
     if rule == "type":
         types = value if isinstance(value, list) else [value]
         return f"{at} must be of type {' or '.join(map(str, types))}"

@@ -137,10 +137,11 @@ async def call_tool(server: Server, params: dict[str, Any], ctx: Context) -> dic
     try:
         return tool_result(raw, contract)
     except OutputError as exc:
-        log.error("tool %s returned a result that breaks its outputSchema: %s",
-                  tool.name, exc)
+        what = "does not match its outputSchema" if contract.output is not None \
+            else "has no JSON form"
+        log.error("tool %s returned a result that %s: %s", tool.name, what, exc)
         raise MCPError(INTERNAL_ERROR, f"Internal error: tool {tool.name} returned a result "
-                       f"that does not match its outputSchema ({exc})") from None
+                       f"that {what} ({exc})") from None
 
 
 async def run_with_input(server: Server, handler: HandlerSpec, kwargs: dict[str, Any],

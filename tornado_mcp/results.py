@@ -19,6 +19,7 @@ import base64
 from typing import TYPE_CHECKING, Any
 
 from . import jsonio
+from .convert import to_json
 
 if TYPE_CHECKING:
     from .contract import ToolContract
@@ -79,7 +80,10 @@ def tool_result(raw: Any, contract: ToolContract) -> dict[str, Any]:
     """The ``tools/call`` result for ``raw``; :class:`OutputError` when it breaks the
     tool's ``outputSchema``."""
     if contract.output is None:
-        return plain_tool_result(raw)
+        try:
+            return plain_tool_result(raw)
+        except TypeError as exc:  # a value with no JSON form
+            raise OutputError(str(exc)) from None
     if not contract.typed_output and isinstance(raw, dict) \
             and ("content" in raw or "structuredContent" in raw):
         result = dict(raw)
@@ -115,6 +119,8 @@ def plain_tool_result(raw: Any) -> dict[str, Any]:
         return {"content": [raw]}
     if isinstance(raw, list) and all(isinstance(b, dict) and "type" in b for b in raw):
         return {"content": raw}
+    if type(raw) not in (dict, list, int, float, bool):
+        raw = to_json(raw)  # a dataclass, an enum, a model...
     return {"content": [text(jsonio.dumps_str(raw))],
             "structuredContent": raw if isinstance(raw, dict) else {"result": raw}}
 
