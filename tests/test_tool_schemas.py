@@ -15,7 +15,12 @@ from marshmallow import fields, validate
 
 from tornado_mcp import Arg, InputRequired, Server
 from tornado_mcp.docstrings import param_docs
-from tornado_mcp.jsonschema import MAX_ERROR_CHARS, InvalidSchema, compile_schema
+from tornado_mcp.jsonschema import (
+    MAX_ERROR_CHARS,
+    MAX_QUOTE_CHARS,
+    InvalidSchema,
+    compile_schema,
+)
 
 try:
     from pydantic_models import Outer
@@ -283,6 +288,13 @@ def test_messages_name_the_argument_and_the_rule(value: Any, message: str) -> No
                        "name": {"type": "string", "maxLength": 10},
                        "color": {"enum": ["red", "green"]}}})
     assert check(value) == message
+
+
+def test_quoted_names_at_and_over_the_bound() -> None:
+    check = compile_schema({"type": "object", "additionalProperties": False})
+    at, over = "a" * MAX_QUOTE_CHARS, "b" * (MAX_QUOTE_CHARS + 1)
+    assert check({at: 1}) == f"arguments.{at} is not an allowed property"
+    assert check({over: 1}) == f"arguments.{over[:MAX_QUOTE_CHARS - 1]}… is not an allowed property"
 
 
 def test_false_subschema_message() -> None:

@@ -160,7 +160,7 @@ def where(root: str, path: Any) -> str:
     """``arguments.items[2].name`` for the instance path ``("items", 2, "name")``."""
     parts = [root]
     for step in path:
-        parts.append(f"[{step}]" if isinstance(step, int) else f".{_clip(str(step), 64)}")
+        parts.append(f"[{step}]" if isinstance(step, int) else f".{_clip(str(step))}")
     return "".join(parts)
 
 
