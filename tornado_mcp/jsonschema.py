@@ -30,7 +30,6 @@ from __future__ import annotations
 import itertools
 import json
 import typing
-from collections.abc import Callable
 from typing import Any
 
 import referencing
@@ -218,7 +217,3 @@ def _quote(value: Any) -> str:
 
 def _clip(text: str, limit: int = MAX_QUOTE_CHARS) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
-
-
-#: ``Callable`` alias kept for callers that store a check in a typed field.
-Check = Callable[[Any], "str | None"]
