@@ -94,7 +94,7 @@ def test_every_python_block_is_run_or_marked_a_fragment() -> None:
                 run += 1
             else:
                 skipped += 1
-    assert run >= 6 and skipped <= 5, (run, skipped)
+    assert run > 0 and run >= skipped, (run, skipped)  # fragments stay the exception
 
 
 def start(path: Path, tmp_path: Path) -> ServerProc:

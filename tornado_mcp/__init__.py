@@ -29,15 +29,18 @@ from .mrtr import (
     sampling,
 )
 from .options import OptionError, TransportOptions
-from .primitives import PromptArgument, audio, embedded_resource, image, text
+from .primitives import PromptArgument
+from .results import audio, embedded_resource, image, resource_link, text
 from .server import Server
 from .session import Session
 from .transport import MCPHandler, Transport
+from .typeschema import Arg
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ANONYMOUS",
+    "Arg",
     "Context",
     "ElicitationSchemaError",
     "InputRequired",
@@ -62,6 +65,7 @@ __all__ = [
     "elicitation",
     "embedded_resource",
     "image",
+    "resource_link",
     "roots",
     "sampling",
     "text",

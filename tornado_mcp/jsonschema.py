@@ -1,259 +1,219 @@
-"""A small JSON Schema validator for tool arguments, compiled once per schema.
+"""JSON Schema validation for tool arguments and results: the ``jsonschema`` library's
+``Draft202012Validator`` as the rule, a proven fast path for simple schemas.
 
-It covers what tool input schemas use in practice: ``type`` (with lists of types),
-``properties``, ``required``, ``additionalProperties``, ``items``, ``enum``, ``const``,
-``minimum``/``maximum`` (and exclusive forms), ``minLength``/``maxLength``, ``pattern``,
-``minItems``/``maxItems``, ``anyOf``/``oneOf``/``allOf``/``not``, ``if``/``then``/``else`` and
-local ``$ref`` into ``$defs``/``definitions`` (by JSON pointer or ``$anchor``).  Keywords it
-does not know are ignored, so a schema is never refused for using them.  Schemas are kept
-verbatim for ``tools/list``; this module only reads them.
+A tool's input schema is the contract between a model and the code that acts for it, so
+this module fails closed:
 
-:func:`compile_schema` turns a schema into a function ``check(instance) -> message | None``
-once, so a tool call pays only for the checks its schema asks for.
+* :func:`check_schema` runs when a tool is declared.  It refuses a schema the metaschema
+  rejects, a ``$schema`` dialect it does not know, and a ``$ref`` that points nowhere (a
+  *dangling* reference).  Remote references are never fetched: only the schema itself and
+  the official metaschemas can be referred to.
+* :func:`compile_schema` returns ``check(instance) -> message | None``, built once per
+  schema.  Schemas written only in the keywords :mod:`tornado_mcp.fastschema` implements
+  are first checked by its compiled predicate; when that predicate says "valid" the answer
+  is final (it is tested to agree with the library on the whole official test suite), and
+  anything else goes to the library, which also writes the message.
+
+Messages name the offending value by its path from ``arguments`` and the rule it broke,
+and are at most :data:`MAX_ERROR_CHARS` characters however large the value::
+
+    check = compile_schema({"type": "object", "properties": {"n": {"type": "integer"}}})
+    check({"n": 1})        # None
+    check({"n": "one"})    # 'arguments.n must be of type integer'
+
+Draft 2020-12 is the default dialect; a schema whose ``$schema`` names draft-07, 2019-09,
+draft-06 or draft-04 is validated by that draft's rules.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
+import itertools
+import json
+import typing
 from typing import Any
 
-Check = Callable[[Any, str], "str | None"]
+import referencing
+import referencing.exceptions
+import referencing.jsonschema
+from jsonschema import exceptions as js_exceptions
+from jsonschema import validators as js_validators
+from jsonschema.protocols import Validator as LibraryValidator
+from jsonschema_specifications import REGISTRY as METASCHEMAS
 
-_TYPES: dict[str, Callable[[Any], bool]] = {
-    "object": lambda v: type(v) is dict,
-    "array": lambda v: type(v) is list,
-    "string": lambda v: type(v) is str,
-    "boolean": lambda v: type(v) is bool,
-    "null": lambda v: v is None,
-    "integer": lambda v: type(v) is int or (type(v) is float and v.is_integer()),
-    "number": lambda v: type(v) is int or type(v) is float,
+from .fastschema import compile_fast
+
+#: Longest message :func:`compile_schema`'s checks return.
+MAX_ERROR_CHARS = 300
+#: Longest piece of a value (a property name, an enum) quoted in a message.
+MAX_QUOTE_CHARS = 60
+#: How many of the library's errors are weighed to pick the one reported.
+_ERRORS_WEIGHED = 16
+
+_DIALECTS: dict[str, type[LibraryValidator]] = {
+    "https://json-schema.org/draft/2020-12/schema": js_validators.Draft202012Validator,
+    "https://json-schema.org/draft/2019-09/schema": js_validators.Draft201909Validator,
+    "http://json-schema.org/draft-07/schema": js_validators.Draft7Validator,
+    "http://json-schema.org/draft-06/schema": js_validators.Draft6Validator,
+    "http://json-schema.org/draft-04/schema": js_validators.Draft4Validator,
 }
-MAX_DEPTH = 64
+#: No ``retrieve``: a reference outside the schema and the metaschemas is unresolvable.
+_NO_REMOTE: referencing.Registry[Any] = referencing.Registry()
+
+
+class InvalidSchema(ValueError):
+    """A schema that cannot be a contract: malformed, of an unknown dialect, or dangling."""
+
+
+def dialect_of(schema: Any) -> type[LibraryValidator]:
+    """The validator class for ``schema``'s ``$schema`` (2020-12 when absent)."""
+    declared = schema.get("$schema") if isinstance(schema, dict) else None
+    if declared is None:
+        return js_validators.Draft202012Validator
+    if not isinstance(declared, str):
+        raise InvalidSchema("$schema must be a string")
+    found = _DIALECTS.get(declared.rstrip("#"))
+    if found is None:
+        raise InvalidSchema(f"unsupported $schema {_quote(declared)}")
+    return found
+
+
+def check_schema(schema: Any) -> type[LibraryValidator]:
+    """Refuse ``schema`` unless it is valid for its dialect and every ``$ref`` resolves.
+
+    Returns the validator class to use.  Raises :class:`InvalidSchema`.
+    """
+    if not isinstance(schema, dict | bool):
+        raise InvalidSchema("a schema must be a JSON object or a boolean")
+    cls = dialect_of(schema)
+    try:
+        cls.check_schema(typing.cast(Any, schema))
+    except js_exceptions.SchemaError as exc:
+        where = "/".join(str(p) for p in exc.path) or "(root)"
+        raise InvalidSchema(f"invalid schema at {where}: {_clip(exc.message)}") from None
+    if isinstance(schema, dict):
+        default = referencing.jsonschema.specification_with(
+            cls.META_SCHEMA["$schema"])
+        resource = referencing.Resource.from_contents(schema, default_specification=default)
+        registry = METASCHEMAS.with_resource(resource.id() or "", resource).crawl()
+        _check_refs(resource, registry.resolver(base_uri=resource.id() or ""))
+    return cls
+
+
+def _check_refs(resource: referencing.Resource[Any], resolver: Any) -> None:
+    contents = resource.contents
+    if isinstance(contents, dict):
+        ref = contents.get("$ref")
+        if isinstance(ref, str):
+            try:
+                resolver.lookup(ref)
+            except referencing.exceptions.Unresolvable:
+                raise InvalidSchema(f"$ref {_quote(ref)} does not resolve") from None
+    for sub in resource.subresources():
+        _check_refs(sub, resolver.in_subresource(sub))
+
+
+class SchemaCheck:
+    """``check(instance) -> message | None`` for one schema; build with :func:`compile_schema`.
+
+    ``fast`` tells whether the compiled fast path serves this schema.
+    """
+
+    __slots__ = ("fast", "library", "path", "predicate")
+
+    def __init__(self, schema: Any, path: str = "arguments") -> None:
+        cls = check_schema(schema)
+        self.library = cls(schema, registry=_NO_REMOTE)
+        self.predicate = compile_fast(schema) if cls is js_validators.Draft202012Validator \
+            else None
+        self.fast = self.predicate is not None
+        self.path = path
+
+    def __call__(self, instance: Any) -> str | None:
+        predicate = self.predicate
+        if predicate is not None and predicate(instance):
+            return None
+        return self.explain(instance)
+
+    def explain(self, instance: Any) -> str | None:
+        """The library's verdict, as a bounded message (``None`` when valid)."""
+        weighed = itertools.islice(self.library.iter_errors(instance), _ERRORS_WEIGHED)
+        error = js_exceptions.best_match(weighed)
+        if error is None:
+            return None
+        return _clip(describe(error, self.path), MAX_ERROR_CHARS)
+
+
+def compile_schema(schema: Any, path: str = "arguments") -> SchemaCheck:
+    """Check ``schema`` (raising :class:`InvalidSchema`) and compile its validator once."""
+    return SchemaCheck(schema, path)
 
 
 def validate(instance: Any, schema: Any) -> str | None:
-    """Return a message describing the first violation, or ``None`` when ``instance`` fits."""
+    """Return a message describing why ``instance`` breaks ``schema``, or ``None``."""
     return compile_schema(schema)(instance)
 
 
-def compile_schema(schema: Any) -> Callable[[Any], str | None]:
-    """Compile ``schema`` into ``check(instance) -> message | None``."""
-    compiler = _Compiler(schema)
-    check = compiler.compile(schema, 0)
-    return lambda instance: check(instance, "arguments")
+# -- messages ---------------------------------------------------------------------------
+
+def where(root: str, path: Any) -> str:
+    """``arguments.items[2].name`` for the instance path ``("items", 2, "name")``."""
+    parts = [root]
+    for step in path:
+        parts.append(f"[{step}]" if isinstance(step, int) else f".{_clip(str(step))}")
+    return "".join(parts)
 
 
-def _ok(_v: Any, _path: str) -> str | None:
-    return None
+def describe(error: js_exceptions.ValidationError, root: str = "arguments") -> str:
+    """A short sentence for one library error: the value's path and the rule it broke."""
+    at = where(root, error.absolute_path)
+    rule, instance = str(error.validator), error.instance
+    value: Any = error.validator_value
+    schema: Any = error.schema
+    if error.validator is None:  # a ``false`` subschema: the library omits its last step
+        return f"{at} holds a value that is not allowed ({_clip(error.message, 80)})"
+    if rule == "type":
+        types = value if isinstance(value, list) else [value]
+        return f"{at} must be of type {' or '.join(map(str, types))}"
+    if rule == "required" and isinstance(instance, dict):
+        missing = next((n for n in value if n not in instance), "?")
+        return f"{where(root, [*error.absolute_path, missing])} is required"
+    if rule == "additionalProperties" and value is False and isinstance(instance, dict):
+        extra = next((k for k in instance if k not in schema.get("properties", {})), "?")
+        return f"{where(root, [*error.absolute_path, extra])} is not an allowed property"
+    if rule == "enum":
+        return f"{at} must be one of {_quote(value)}"
+    if rule == "const":
+        return f"{at} must be {_quote(value)}"
+    simple = _SIMPLE.get(rule)
+    if simple is not None:
+        return f"{at} {simple.format(value)}"
+    if value is False and rule in ("items", "additionalProperties", "unevaluatedProperties",
+                                   "unevaluatedItems"):
+        return f"{at} has a value that {rule}: false forbids"
+    return f"{at} breaks {rule}: {_clip(error.message, 120)}"
 
 
-def _is_number(v: Any) -> bool:
-    return type(v) is int or type(v) is float
-
-
-class _Compiler:
-    def __init__(self, root: Any) -> None:
-        self.root = root
-        self.refs: dict[str, Check] = {}
-
-    def resolve(self, ref: str) -> Any:
-        if ref.startswith("#/"):
-            node = self.root
-            for part in ref[2:].split("/"):
-                part = part.replace("~1", "/").replace("~0", "~")
-                if not isinstance(node, dict) or part not in node:
-                    return {}
-                node = node[part]
-            return node
-        if ref.startswith("#") and len(ref) > 1:
-            found = _find_anchor(self.root, ref[1:])
-            return {} if found is None else found
-        return self.root if ref == "#" else {}
-
-    def ref(self, ref: str, depth: int) -> Check:
-        if ref not in self.refs:
-            # Recursive schemas: point at a slot filled once the target is compiled.
-            slot: list[Check] = [_ok]
-            self.refs[ref] = lambda v, p: slot[0](v, p)
-            slot[0] = self.compile(self.resolve(ref), depth + 1)
-        return self.refs[ref]
-
-    def compile(self, s: Any, depth: int) -> Check:
-        if s is False:
-            return lambda v, p: f"{p} is not allowed"
-        if not isinstance(s, dict) or depth > MAX_DEPTH:
-            return _ok
-        checks: list[Check] = []
-        if isinstance(s.get("$ref"), str):
-            checks.append(self.ref(s["$ref"], depth))
-        if "type" in s:
-            types = s["type"] if isinstance(s["type"], list) else [s["type"]]
-            tests = [_TYPES.get(t, lambda _v: True) for t in types if isinstance(t, str)]
-            label = " or ".join(map(str, types))
-            checks.append(lambda v, p: None if any(t(v) for t in tests)
-                          else f"{p} must be of type {label}")
-        if "enum" in s and isinstance(s["enum"], list):
-            enum = s["enum"]
-            checks.append(lambda v, p: None if v in enum else f"{p} must be one of {enum}")
-        if "const" in s:
-            const = s["const"]
-            checks.append(lambda v, p: None if v == const else f"{p} must be {const!r}")
-        checks.extend(self.numeric(s))
-        checks.extend(self.string(s))
-        obj = self.object(s, depth)
-        if obj is not None:
-            checks.append(obj)
-        arr = self.array(s, depth)
-        if arr is not None:
-            checks.append(arr)
-        checks.extend(self.combinators(s, depth))
-        if not checks:
-            return _ok
-        if len(checks) == 1:
-            return checks[0]
-
-        def all_checks(v: Any, p: str) -> str | None:
-            for check in checks:
-                err = check(v, p)
-                if err is not None:
-                    return err
-            return None
-        return all_checks
-
-    @staticmethod
-    def numeric(s: dict[str, Any]) -> list[Check]:
-        out: list[Check] = []
-        for key, word in (("minimum", ">="), ("maximum", "<="),
-                          ("exclusiveMinimum", ">"), ("exclusiveMaximum", "<")):
-            bound = s.get(key)
-            if _is_number(bound):
-                out.append(_bound_check(_BOUND_FAILS[word], bound, word))
-        return out
-
-    @staticmethod
-    def string(s: dict[str, Any]) -> list[Check]:
-        out: list[Check] = []
-        lo, hi = s.get("minLength"), s.get("maxLength")
-        if isinstance(lo, int):
-            out.append(lambda v, p: f"{p} must be at least {lo} characters"
-                       if type(v) is str and len(v) < lo else None)
-        if isinstance(hi, int):
-            out.append(lambda v, p: f"{p} must be at most {hi} characters"
-                       if type(v) is str and len(v) > hi else None)
-        if isinstance(s.get("pattern"), str):
-            try:
-                rx = re.compile(s["pattern"])
-            except re.error:
-                return out
-            out.append(lambda v, p: f"{p} must match {rx.pattern}"
-                       if type(v) is str and not rx.search(v) else None)
-        return out
-
-    def object(self, s: dict[str, Any], depth: int) -> Check | None:
-        required = [r for r in s.get("required", ()) if isinstance(r, str)] \
-            if isinstance(s.get("required"), list) else []
-        raw_props = s.get("properties")
-        props = {k: self.compile(v, depth + 1) for k, v in raw_props.items()} \
-            if isinstance(raw_props, dict) else {}
-        extra_schema = s.get("additionalProperties", True)
-        extra: Check | None = None
-        if extra_schema is False:
-            extra = lambda v, p: f"{p} is not an allowed property"  # noqa: E731
-        elif isinstance(extra_schema, dict):
-            extra = self.compile(extra_schema, depth + 1)
-        if not required and not props and extra is None:
-            return None
-
-        def check_object(v: Any, p: str) -> str | None:
-            if type(v) is not dict:
-                return None
-            for name in required:
-                if name not in v:
-                    return f"{p}.{name} is required"
-            for name, value in v.items():
-                sub = props.get(name)
-                if sub is None:
-                    sub = extra
-                    if sub is None:
-                        continue
-                err = sub(value, f"{p}.{name}")
-                if err is not None:
-                    return err
-            return None
-        return check_object
-
-    def array(self, s: dict[str, Any], depth: int) -> Check | None:
-        lo, hi = s.get("minItems"), s.get("maxItems")
-        items = self.compile(s["items"], depth + 1) if isinstance(s.get("items"), dict) else None
-        if lo is None and hi is None and items is None:
-            return None
-
-        def check_array(v: Any, p: str) -> str | None:
-            if type(v) is not list:
-                return None
-            if isinstance(lo, int) and len(v) < lo:
-                return f"{p} must have at least {lo} items"
-            if isinstance(hi, int) and len(v) > hi:
-                return f"{p} must have at most {hi} items"
-            if items is not None:
-                for i, item in enumerate(v):
-                    err = items(item, f"{p}[{i}]")
-                    if err is not None:
-                        return err
-            return None
-        return check_array
-
-    def combinators(self, s: dict[str, Any], depth: int) -> list[Check]:
-        out: list[Check] = []
-
-        def subs(key: str) -> list[Check]:
-            value = s.get(key)
-            return [self.compile(x, depth + 1) for x in value] if isinstance(value, list) else []
-
-        all_of, any_of, one_of = subs("allOf"), subs("anyOf"), subs("oneOf")
-        out.extend(all_of)
-        if any_of:
-            out.append(lambda v, p: None if any(c(v, p) is None for c in any_of)
-                       else f"{p} does not match any allowed schema")
-        if one_of:
-            out.append(lambda v, p: None if sum(c(v, p) is None for c in one_of) == 1
-                       else f"{p} must match exactly one allowed schema")
-        if "not" in s:
-            negated = self.compile(s["not"], depth + 1)
-            out.append(lambda v, p: f"{p} matches a forbidden schema"
-                       if negated(v, p) is None else None)
-        if "if" in s:
-            cond = self.compile(s["if"], depth + 1)
-            then = self.compile(s["then"], depth + 1) if "then" in s else _ok
-            other = self.compile(s["else"], depth + 1) if "else" in s else _ok
-            out.append(lambda v, p: then(v, p) if cond(v, p) is None else other(v, p))
-        return out
-
-
-_BOUND_FAILS: dict[str, Callable[[Any, Any], bool]] = {
-    ">=": lambda v, b: bool(v < b), "<=": lambda v, b: bool(v > b),
-    ">": lambda v, b: bool(v <= b), "<": lambda v, b: bool(v >= b),
+_SIMPLE = {
+    "minLength": "must be at least {} characters", "maxLength": "must be at most {} characters",
+    "minItems": "must have at least {} items", "maxItems": "must have at most {} items",
+    "minProperties": "must have at least {} properties",
+    "maxProperties": "must have at most {} properties",
+    "minimum": "must be >= {}", "maximum": "must be <= {}",
+    "exclusiveMinimum": "must be > {}", "exclusiveMaximum": "must be < {}",
+    "multipleOf": "must be a multiple of {}", "pattern": "must match {}",
+    "uniqueItems": "must not repeat items", "anyOf": "does not match any allowed schema",
+    "oneOf": "must match exactly one allowed schema", "not": "matches a forbidden schema",
+    "false": "is not allowed",
 }
 
 
-def _bound_check(fails: Callable[[Any, Any], bool], bound: Any, word: str) -> Check:
-    def check(v: Any, p: str) -> str | None:
-        return f"{p} must be {word} {bound}" if _is_number(v) and fails(v, bound) else None
-    return check
+def _quote(value: Any) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return _clip(text, MAX_QUOTE_CHARS)
 
 
-def _find_anchor(node: Any, anchor: str) -> Any:
-    if isinstance(node, dict):
-        if node.get("$anchor") == anchor:
-            return node
-        for v in node.values():
-            found = _find_anchor(v, anchor)
-            if found is not None:
-                return found
-    elif isinstance(node, list):
-        for v in node:
-            found = _find_anchor(v, anchor)
-            if found is not None:
-                return found
-    return None
+def _clip(text: str, limit: int = MAX_QUOTE_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"

@@ -7,7 +7,6 @@ prompt's arguments, and whether the handler wants the request :class:`Context`.
 
 from __future__ import annotations
 
-import base64
 import inspect
 import types
 import typing
@@ -16,13 +15,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .context import Context
-from .jsonschema import compile_schema
+from .contract import ToolContract, input_schema_for
+from .results import audio, embedded_resource, image, resource_link, text
 from .uritemplate import UriTemplate
 
 Handler = Callable[..., Any]
 
-_JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean",
-                               list: "array", dict: "object"}
+__all__ = ["Handler", "HandlerSpec", "Prompt", "PromptArgument", "Resource",
+           "ResourceTemplate", "Tool", "audio", "embedded_resource", "image",
+           "resource_link", "text"]
 
 
 #: Result types that are never awaitable: skip the (slower) general check for them.
@@ -37,14 +38,13 @@ class HandlerSpec:
     ctx_param: str | None
     params: list[inspect.Parameter]
     accepts_kwargs: bool
+    #: Resolved annotations (``Annotated`` kept), by parameter name and ``"return"``.
+    hints: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(cls, fn: Handler) -> HandlerSpec:
         sig = inspect.signature(fn)
-        try:
-            hints = typing.get_type_hints(fn)
-        except Exception:  # unresolvable forward references: fall back to names
-            hints = {}
+        hints = _hints(fn)
         ctx_param = None
         params: list[inspect.Parameter] = []
         accepts_kwargs = False
@@ -60,7 +60,7 @@ class HandlerSpec:
                 ctx_param = p.name
                 continue
             params.append(p)
-        return cls(fn, ctx_param, params, accepts_kwargs)
+        return cls(fn, ctx_param, params, accepts_kwargs, hints)
 
     async def call(self, ctx: Context, kwargs: dict[str, Any]) -> Any:
         if self.ctx_param is not None:
@@ -73,40 +73,33 @@ class HandlerSpec:
 
     def input_schema(self) -> dict[str, Any]:
         """A JSON Schema for the function's parameters (for tools declared without one)."""
+        return input_schema_for(self)
+
+
+def _hints(fn: Handler) -> dict[str, Any]:
+    """``fn``'s resolved annotations.  One that cannot be resolved (a class local to a
+    function, under ``from __future__ import annotations``) is kept as its string, which
+    a tool's schema builder then refuses by name."""
+    try:
+        return typing.get_type_hints(fn, include_extras=True)
+    except Exception:
+        pass
+    out: dict[str, Any] = {}
+    globalns = getattr(fn, "__globals__", {})
+    for name, ann in getattr(fn, "__annotations__", {}).items():
         try:
-            hints = typing.get_type_hints(self.fn)
+            out[name] = typing.get_type_hints(
+                _Probe(ann), globalns=globalns, include_extras=True)["x"]
         except Exception:
-            hints = {}
-        props: dict[str, Any] = {}
-        required = []
-        for p in self.params:
-            props[p.name] = _schema_for(hints.get(p.name))
-            if p.default is inspect.Parameter.empty:
-                required.append(p.name)
-            elif p.default is not None and isinstance(p.default, str | int | float | bool):
-                props[p.name]["default"] = p.default
-        schema: dict[str, Any] = {"type": "object", "properties": props}
-        if required:
-            schema["required"] = required
-        return schema
+            out[name] = ann
+    return out
 
 
-def _schema_for(ann: Any) -> dict[str, Any]:
-    if ann is None or ann is Any:
-        return {}
-    origin = typing.get_origin(ann)
-    if origin in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(ann) if a is not type(None)]
-        return _schema_for(args[0]) if len(args) == 1 else {}
-    if origin is typing.Literal:
-        return {"enum": list(typing.get_args(ann))}
-    if origin in (list, tuple, set, frozenset):
-        item_types = typing.get_args(ann)
-        return {"type": "array", **({"items": _schema_for(item_types[0])} if item_types else {})}
-    if origin is dict:
-        return {"type": "object"}
-    t = _JSON_TYPES.get(ann)
-    return {"type": t} if t else {}
+class _Probe:
+    """An object whose only annotation is ``x``, for resolving one annotation."""
+
+    def __init__(self, ann: Any) -> None:
+        self.__annotations__ = {"x": ann}
 
 
 def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
@@ -117,7 +110,8 @@ def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
 class Tool:
     name: str
     handler: HandlerSpec
-    input_schema: dict[str, Any]
+    #: ``None`` derives it from the signature; always a dict once the tool is built.
+    input_schema: dict[str, Any] | None
     title: str | None = None
     description: str | None = None
     output_schema: dict[str, Any] | None = None
@@ -126,12 +120,21 @@ class Tool:
     meta: dict[str, Any] | None = None
     #: ``Mcp-Param-<Name>`` headers: lower-cased header name -> property path.
     header_params: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: ``True``/``False`` forces/prevents an ``outputSchema`` from the return annotation.
+    structured_output: bool | None = None
 
+    contract: ToolContract = field(init=False, repr=False)
     validate: Callable[[Any], str | None] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        """Check the schemas and build the contract: a bad schema or an untranslatable
+        parameter type fails here, when the tool is declared."""
+        self.contract = ToolContract(self.name, self.handler, self.input_schema,
+                                     self.output_schema, self.structured_output)
+        self.input_schema = self.contract.input_schema
+        self.output_schema = self.contract.output_schema
         self.header_params = _header_params(self.input_schema)
-        self.validate = compile_schema(self.input_schema)
+        self.validate = self.contract.check
 
     def describe(self) -> dict[str, Any]:
         return _drop_none({
@@ -241,37 +244,3 @@ class Prompt:
         if self.arguments:
             d["arguments"] = [a.describe() for a in self.arguments]
         return d
-
-
-# -- result shaping ---------------------------------------------------------------------
-
-def text(value: str) -> dict[str, Any]:
-    """A text content block."""
-    return {"type": "text", "text": value}
-
-
-def image(data: bytes | str, mime_type: str) -> dict[str, Any]:
-    """An image content block (``data`` as bytes or already base64)."""
-    return {"type": "image", "data": _b64(data), "mimeType": mime_type}
-
-
-def audio(data: bytes | str, mime_type: str) -> dict[str, Any]:
-    """An audio content block (``data`` as bytes or already base64)."""
-    return {"type": "audio", "data": _b64(data), "mimeType": mime_type}
-
-
-def embedded_resource(uri: str, text_value: str | None = None, blob: bytes | None = None,
-                      mime_type: str | None = None) -> dict[str, Any]:
-    """An embedded resource content block."""
-    res: dict[str, Any] = {"uri": uri}
-    if mime_type:
-        res["mimeType"] = mime_type
-    if blob is not None:
-        res["blob"] = _b64(blob)
-    else:
-        res["text"] = text_value or ""
-    return {"type": "resource", "resource": res}
-
-
-def _b64(data: bytes | str) -> str:
-    return data if isinstance(data, str) else base64.b64encode(data).decode()

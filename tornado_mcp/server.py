@@ -11,54 +11,38 @@ through :meth:`Server.handle`; transports feed it requests and carry its notific
         "Forecast for a city."
         return f"Sunny in {city} for {days} days"
 
-Registration works as a decorator or a plain call (``server.add_tool(fn, ...)``).
+Registration works as a decorator or a plain call (``server.add_tool(fn, ...)``); it lives
+in :mod:`tornado_mcp.registry`, the built-in methods in :mod:`tornado_mcp.methods`, result
+shaping in :mod:`tornado_mcp.results` and a tool's typed contract in
+:mod:`tornado_mcp.contract`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import base64
 import logging
 import threading
-from collections.abc import Callable, Iterable
-from typing import Any, Protocol, TypeVar
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 from .context import Context
-from .errors import MCPError, ResourceNotFound, ToolError, method_not_found
-from .mrtr import INPUT_KIND_CAPABILITY, InputRequired, NeedsInput, RequestStateCodec
-from .pagination import paginate
-from .primitives import (
-    Handler,
-    HandlerSpec,
-    Prompt,
-    PromptArgument,
-    Resource,
-    ResourceTemplate,
-    Tool,
-    text,
-)
+from .errors import MCPError, method_not_found
+from .methods import BUILTIN, LEGACY_INPUT_ROUNDS, MAX_COMPLETION_VALUES, input_required
+from .mrtr import NeedsInput, RequestStateCodec
 from .protocol import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     LEGACY_VERSIONS,
     META_SERVER_INFO,
     METHOD_NOT_FOUND,
-    MISSING_CLIENT_CAPABILITY,
     MODERN_VERSIONS,
 )
-from .schemas import (
-    COMPLETE_PARAMS,
-    CURSOR_PARAMS,
-    PROMPT_GET_PARAMS,
-    SET_LEVEL_PARAMS,
-    TOOL_CALL_PARAMS,
-    URI_PARAMS,
-    load,
-)
+from .registry import Registry
 
 log = logging.getLogger("tornado_mcp.server")
 
-F = TypeVar("F", bound=Callable[..., Any])
+__all__ = ["CACHEABLE_METHODS", "LEGACY_INPUT_ROUNDS", "MAX_COMPLETION_VALUES",
+           "METHOD_CAPABILITY", "MRTR_METHODS", "REMOVED_IN_MODERN", "NotificationSink",
+           "Server"]
 
 #: Methods whose 2026-07-28 results carry ``ttlMs`` and ``cacheScope``.
 CACHEABLE_METHODS = frozenset({"server/discover", "tools/list", "prompts/list", "resources/list",
@@ -77,8 +61,6 @@ METHOD_CAPABILITY: dict[str, tuple[str, str | None]] = {
 }
 #: Methods that may answer with an input-required result (and take ``inputResponses``).
 MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
-MAX_COMPLETION_VALUES = 100
-LEGACY_INPUT_ROUNDS = 8
 
 
 class NotificationSink(Protocol):
@@ -87,7 +69,7 @@ class NotificationSink(Protocol):
     def publish(self, method: str, params: dict[str, Any] | None) -> None: ...
 
 
-class Server:
+class Server(Registry):
     """An MCP server: identity, registered primitives, and method dispatch."""
 
     def __init__(self, name: str, version: str = "0.1.0", *, title: str | None = None,
@@ -110,20 +92,12 @@ class Server:
         self.page_size = page_size
         self.ttl_ms = ttl_ms
         self.cache_scope = cache_scope
+        super().__init__()
         self.request_state = RequestStateCodec(request_state_key)
         self._capabilities_override = capabilities
-        self._tools: dict[str, Tool] = {}
-        self._resources: dict[str, Resource] = {}
-        self._templates: dict[str, ResourceTemplate] = {}
-        self._prompts: dict[str, Prompt] = {}
-        self._completion: HandlerSpec | None = None
-        self._subscribe: HandlerSpec | None = None
-        self._unsubscribe: HandlerSpec | None = None
-        self._methods: dict[str, HandlerSpec] = {}
         self._sinks: list[NotificationSink] = []
         self._relays: list[NotificationSink] = []
         self._sinks_lock = threading.Lock()
-        self._cache: dict[str, Any] = {}
 
     # -- identity and capabilities ----------------------------------------------------------
     def server_info(self) -> dict[str, Any]:
@@ -175,169 +149,6 @@ class Server:
             return caps
         return {k: ({f: x for f, x in v.items() if f not in ("listChanged", "subscribe")}
                     if isinstance(v, dict) else v) for k, v in caps.items()}
-
-    # -- registration ---------------------------------------------------------------------
-    def tool(self, name: str | None = None, *, title: str | None = None,
-             description: str | None = None, input_schema: dict[str, Any] | None = None,
-             output_schema: dict[str, Any] | None = None,
-             annotations: dict[str, Any] | None = None,
-             icons: list[dict[str, Any]] | None = None,
-             meta: dict[str, Any] | None = None) -> Callable[[F], F]:
-        """Register a tool; its input schema comes from the signature unless given."""
-        def register(fn: F) -> F:
-            self.add_tool(fn, name, title=title, description=description,
-                          input_schema=input_schema, output_schema=output_schema,
-                          annotations=annotations, icons=icons, meta=meta)
-            return fn
-        return register
-
-    def add_tool(self, fn: Handler, name: str | None = None, *, title: str | None = None,
-                 description: str | None = None, input_schema: dict[str, Any] | None = None,
-                 output_schema: dict[str, Any] | None = None,
-                 annotations: dict[str, Any] | None = None,
-                 icons: list[dict[str, Any]] | None = None,
-                 meta: dict[str, Any] | None = None) -> Tool:
-        spec = HandlerSpec.of(fn)
-        tool = Tool(name=name or fn.__name__, handler=spec,
-                    input_schema=input_schema if input_schema is not None else spec.input_schema(),
-                    title=title, description=description or _doc(fn),
-                    output_schema=output_schema, annotations=annotations, icons=icons, meta=meta)
-        self._tools[tool.name] = tool
-        self._changed("tools")
-        return tool
-
-    def remove_tool(self, name: str) -> None:
-        del self._tools[name]
-        self._changed("tools")
-
-    def get_tool(self, name: str) -> Tool | None:
-        return self._tools.get(name)
-
-    def resource(self, uri: str, name: str | None = None, *, title: str | None = None,
-                 description: str | None = None, mime_type: str | None = None,
-                 size: int | None = None, icons: list[dict[str, Any]] | None = None,
-                 annotations: dict[str, Any] | None = None, meta: dict[str, Any] | None = None,
-                 ttl_ms: int | None = None, cache_scope: str | None = None
-                 ) -> Callable[[F], F]:
-        """Register a resource (``uri``) or, when ``uri`` holds ``{var}``, a template.
-
-        The function returns ``str`` (text), ``bytes`` (blob), a contents dict or a list of
-        them; a template's function receives the variables as keyword arguments.
-        """
-        def register(fn: F) -> F:
-            kwargs: dict[str, Any] = dict(title=title, description=description,
-                                          mime_type=mime_type, icons=icons,
-                                          annotations=annotations, meta=meta, ttl_ms=ttl_ms,
-                                          cache_scope=cache_scope)
-            if "{" in uri:
-                self.add_resource_template(fn, uri, name, **kwargs)
-            else:
-                self.add_resource(fn, uri, name, size=size, **kwargs)
-            return fn
-        return register
-
-    def resource_template(self, uri_template: str, name: str | None = None,
-                          **kwargs: Any) -> Callable[[F], F]:
-        def register(fn: F) -> F:
-            self.add_resource_template(fn, uri_template, name, **kwargs)
-            return fn
-        return register
-
-    def add_resource(self, fn: Handler, uri: str, name: str | None = None,
-                     **kwargs: Any) -> Resource:
-        if kwargs.get("description") is None:
-            kwargs["description"] = _doc(fn)
-        res = Resource(uri=uri, name=name or fn.__name__, handler=HandlerSpec.of(fn), **kwargs)
-        self._resources[uri] = res
-        self._changed("resources")
-        return res
-
-    def remove_resource(self, uri: str) -> None:
-        del self._resources[uri]
-        self._changed("resources")
-
-    def add_resource_template(self, fn: Handler, uri_template: str, name: str | None = None,
-                              **kwargs: Any) -> ResourceTemplate:
-        if kwargs.get("description") is None:
-            kwargs["description"] = _doc(fn)
-        tpl = ResourceTemplate(uri_template=uri_template, name=name or fn.__name__,
-                               handler=HandlerSpec.of(fn), **kwargs)
-        self._templates[uri_template] = tpl
-        self._changed("templates")
-        return tpl
-
-    def prompt(self, name: str | None = None, *, title: str | None = None,
-               description: str | None = None,
-               arguments: Iterable[PromptArgument | dict[str, Any]] | None = None,
-               icons: list[dict[str, Any]] | None = None,
-               meta: dict[str, Any] | None = None) -> Callable[[F], F]:
-        """Register a prompt; its arguments come from the signature unless given."""
-        def register(fn: F) -> F:
-            self.add_prompt(fn, name, title=title, description=description,
-                            arguments=arguments, icons=icons, meta=meta)
-            return fn
-        return register
-
-    def add_prompt(self, fn: Handler, name: str | None = None, *, title: str | None = None,
-                   description: str | None = None,
-                   arguments: Iterable[PromptArgument | dict[str, Any]] | None = None,
-                   icons: list[dict[str, Any]] | None = None,
-                   meta: dict[str, Any] | None = None) -> Prompt:
-        spec = HandlerSpec.of(fn)
-        if arguments is None:
-            args = [PromptArgument(p.name, required=p.default is p.empty) for p in spec.params]
-        else:
-            args = [a if isinstance(a, PromptArgument) else PromptArgument(**a)
-                    for a in arguments]
-        prompt = Prompt(name=name or fn.__name__, handler=spec, arguments=args, title=title,
-                        description=description or _doc(fn), icons=icons, meta=meta)
-        self._prompts[prompt.name] = prompt
-        self._changed("prompts")
-        return prompt
-
-    def remove_prompt(self, name: str) -> None:
-        del self._prompts[name]
-        self._changed("prompts")
-
-    def completion(self) -> Callable[[F], F]:
-        """Register the ``completion/complete`` handler: ``fn(ref, argument, context)``
-        returns a list of strings or a ``{"values": [...], ...}`` dict."""
-        def register(fn: F) -> F:
-            self._completion = HandlerSpec.of(fn)
-            self._changed("completion")
-            return fn
-        return register
-
-    def on_subscribe(self, fn: F) -> F:
-        """Register the ``resources/subscribe`` handler: ``fn(uri[, ctx])``.
-
-        The library keeps no subscription state of its own: track what you need (per
-        session, persisted, debounced) and call ``session.notify_resources_updated(uri)``.
-        """
-        self._subscribe = HandlerSpec.of(fn)
-        self._changed("subscribe")
-        return fn
-
-    def on_unsubscribe(self, fn: F) -> F:
-        """Register the ``resources/unsubscribe`` handler: ``fn(uri[, ctx])``."""
-        self._unsubscribe = HandlerSpec.of(fn)
-        return fn
-
-    def method(self, name: str) -> Callable[[F], F]:
-        """Register a custom method; its function receives ``params`` (and ctx if asked)."""
-        def register(fn: F) -> F:
-            self.add_method(name, fn)
-            return fn
-        return register
-
-    def add_method(self, name: str, fn: Handler) -> None:
-        if name in _BUILTIN or name in self._methods or name.startswith("notifications/"):
-            raise ValueError(f"method {name!r} is already defined")
-        self._methods[name] = HandlerSpec.of(fn)
-
-    def _changed(self, kind: str) -> None:
-        self._cache.pop(kind, None)
-        self._cache.pop("capabilities", None)
 
     # -- notifications -------------------------------------------------------------------
     def add_sink(self, sink: NotificationSink) -> None:
@@ -433,13 +244,13 @@ class Server:
 
     # -- dispatch --------------------------------------------------------------------------
     def knows_method(self, method: str) -> bool:
-        return method in _BUILTIN or method in self._methods
+        return method in BUILTIN or method in self._methods
 
     def check_method(self, method: str, modern: bool) -> None:
         """Raise -32601 for a method this server does not serve in this era."""
         if modern and method in REMOVED_IN_MODERN:
             raise method_not_found(method)
-        if method not in _BUILTIN and method not in self._methods:
+        if method not in BUILTIN and method not in self._methods:
             raise method_not_found(method)
         gate = METHOD_CAPABILITY.get(method)
         if gate is not None and not self.has_capability(*gate):
@@ -455,13 +266,13 @@ class Server:
                     not all(isinstance(v, dict) for v in responses.values()):
                 raise MCPError(INVALID_PARAMS,
                                "Invalid params: inputResponses must map keys to result objects")
-        builtin = _BUILTIN.get(method)
+        builtin = BUILTIN.get(method)
         result: dict[str, Any]
         if builtin is not None:
             try:
                 result = await builtin(self, params, ctx)
             except NeedsInput as need:  # ctx.sample / elicit / list_roots at 2026-07-28
-                result = self._input_required(need.input_required, ctx)
+                result = input_required(need.input_required, ctx)
         else:
             spec = self._methods[method]
             result = await spec.call(ctx, {spec.params[0].name: params} if spec.params else {})
@@ -483,284 +294,3 @@ class Server:
             result.setdefault("ttlMs", self.ttl_ms)
             result.setdefault("cacheScope", self.cache_scope)
         return result
-
-    # -- built-in methods ------------------------------------------------------------------
-    async def _ping(self, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-        return {}
-
-    async def _set_level(self, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-        p = load(SET_LEVEL_PARAMS, params, "logging/setLevel")
-        if ctx.session is not None:
-            ctx.session.log_level = p["level"]
-        return {}
-
-    async def _discover(self, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-        served = ctx.served_versions if ctx.served_versions is not None else MODERN_VERSIONS
-        result = self.discover_result(served, ctx.listen_served)
-        result["resultType"] = "complete"
-        result["ttlMs"] = self.ttl_ms
-        result["cacheScope"] = self.cache_scope
-        result["_meta"] = {META_SERVER_INFO: self.server_info()}
-        return result
-
-    def _described(self, kind: str, items: Iterable[Any]) -> list[dict[str, Any]]:
-        cached = self._cache.get(kind)
-        if cached is None:
-            cached = self._cache[kind] = [i.describe() for i in items]
-        return cached
-
-    def _page(self, key: str, kind: str, items: Iterable[Any],
-              params: dict[str, Any]) -> dict[str, Any]:
-        p = load(CURSOR_PARAMS, params, "params")
-        page, next_cursor = paginate(self._described(kind, items), p.get("cursor"),
-                                     self.page_size)
-        result: dict[str, Any] = {key: list(page)}
-        if next_cursor is not None:
-            result["nextCursor"] = next_cursor
-        return result
-
-    async def _list_tools(self, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-        return self._page("tools", "tools", self._tools.values(), params)
-
-    async def _list_resources(self, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-        return self._page("resources", "resources", self._resources.values(), params)
-
-    async def _list_templates(self, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-        return self._page("resourceTemplates", "templates", self._templates.values(), params)
-
-    async def _list_prompts(self, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-        return self._page("prompts", "prompts", self._prompts.values(), params)
-
-    async def _call_tool(self, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-        p = load(TOOL_CALL_PARAMS, params, "tools/call")
-        tool = self._tools.get(p["name"])
-        if tool is None:
-            raise MCPError(INVALID_PARAMS, f"Unknown tool: {p['name']}")
-        args = p.get("arguments") or {}
-        problem = tool.validate(args)
-        if problem is not None:
-            return {"content": [text(f"Invalid arguments for tool {tool.name}: {problem}")],
-                    "isError": True}
-        try:
-            raw = await self._run_with_input(tool.handler, args, ctx)
-        except ToolError as exc:
-            return {"content": [text(str(exc))], "isError": True}
-        except (MCPError, asyncio.CancelledError):
-            raise
-        except Exception:
-            log.exception("tool %s raised", tool.name)
-            raise MCPError(INTERNAL_ERROR, f"Internal error calling tool {tool.name}") from None
-        if isinstance(raw, InputRequired):
-            return self._input_required(raw, ctx)
-        return _tool_result(raw)
-
-    async def _run_with_input(self, handler: HandlerSpec, kwargs: dict[str, Any],
-                              ctx: Context) -> Any:
-        """Call a handler; in the legacy era, answer its input requests with real
-        server-to-client requests and call it again, so one handler serves both eras."""
-        result = await handler.call(ctx, kwargs)
-        rounds = 0
-        while isinstance(result, InputRequired) and not ctx.modern:
-            rounds += 1
-            if rounds > LEGACY_INPUT_ROUNDS:
-                raise MCPError(INTERNAL_ERROR, "Too many input rounds")
-            responses: dict[str, Any] = {}
-            for key, req in result.input_requests.items():
-                cap = INPUT_KIND_CAPABILITY.get(str(req.get("method")))
-                if cap is not None:
-                    ctx.require_client_capability(cap)
-                responses[key] = await ctx.send_request(str(req["method"]), req.get("params"))
-            ctx.params = {**ctx.params, "inputResponses": responses}
-            if result.request_state is not None:
-                ctx.params["requestState"] = result.request_state
-            else:
-                ctx.params.pop("requestState", None)
-            result = await handler.call(ctx, kwargs)
-        return result
-
-    def _input_required(self, raw: InputRequired, ctx: Context) -> dict[str, Any]:
-        kept: dict[str, dict[str, Any]] = {}
-        missing: dict[str, Any] = {}
-        for key, req in raw.input_requests.items():
-            cap = INPUT_KIND_CAPABILITY.get(str(req.get("method")))
-            if cap is not None and not ctx.client_supports(cap):
-                missing[cap] = {}
-                continue
-            kept[key] = req
-        if missing and not kept and raw.request_state is None:
-            raise MCPError(MISSING_CLIENT_CAPABILITY, "Missing required client capability",
-                           {"requiredCapabilities": missing})
-        return InputRequired(kept, raw.request_state).to_result()
-
-    async def _read_resource(self, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-        uri = load(URI_PARAMS, params, "resources/read")["uri"]
-        res = self._resources.get(uri)
-        try:
-            if res is not None:
-                raw = await self._run_with_input(res.handler, {}, ctx)
-                ttl, scope = res.ttl_ms, res.cache_scope
-            else:
-                for tpl in self._templates.values():
-                    variables = tpl.template.match(uri)
-                    if variables is not None:
-                        kwargs = ({**variables, "uri": uri}
-                                  if "uri" in {p.name for p in tpl.handler.params} else variables)
-                        raw = await self._run_with_input(tpl.handler, kwargs, ctx)
-                        ttl, scope, mime = tpl.ttl_ms, tpl.cache_scope, tpl.mime_type
-                        break
-                else:
-                    raise ResourceNotFound(uri)
-        except ResourceNotFound as exc:
-            if ctx.modern:
-                raise MCPError(INVALID_PARAMS, "Resource not found", {"uri": exc.uri}) from None
-            raise
-        except (MCPError, asyncio.CancelledError):
-            raise
-        except Exception:
-            log.exception("resource handler for %s raised", uri)
-            raise MCPError(INTERNAL_ERROR, "Internal error reading resource") from None
-        if isinstance(raw, InputRequired):
-            return self._input_required(raw, ctx)
-        result = _contents(uri, raw, res.mime_type if res is not None else mime)
-        if ctx.modern:
-            if ttl is not None:
-                result["ttlMs"] = ttl
-            if scope is not None:
-                result["cacheScope"] = scope
-        return result
-
-    async def _subscribe_op(self, params: dict[str, Any], ctx: Context,
-                            handler: HandlerSpec | None) -> dict[str, Any]:
-        if not isinstance(params.get("uri"), str):
-            raise MCPError(INVALID_PARAMS, "Invalid params", "Missing or invalid uri")
-        returned = await handler.call(ctx, {"uri": params["uri"]}) if handler else None
-        if isinstance(returned, dict) and isinstance(returned.get("_meta"), dict):
-            return {"_meta": returned["_meta"]}
-        return {}
-
-    async def _subscribe_m(self, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-        return await self._subscribe_op(params, ctx, self._subscribe)
-
-    async def _unsubscribe_m(self, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-        return await self._subscribe_op(params, ctx, self._unsubscribe)
-
-    async def _get_prompt(self, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-        p = load(PROMPT_GET_PARAMS, params, "prompts/get")
-        prompt = self._prompts.get(p["name"])
-        if prompt is None:
-            raise MCPError(INVALID_PARAMS, f"Unknown prompt: {p['name']}")
-        args = p.get("arguments") or {}
-        missing = [a.name for a in prompt.arguments if a.required and a.name not in args]
-        if missing:
-            raise MCPError(INVALID_PARAMS,
-                           f"Missing required arguments for prompt {prompt.name}: "
-                           + ", ".join(missing))
-        known = {q.name for q in prompt.handler.params}
-        kwargs = args if prompt.handler.accepts_kwargs else \
-            {k: v for k, v in args.items() if k in known}
-        try:
-            raw = await self._run_with_input(prompt.handler, kwargs, ctx)
-        except (MCPError, asyncio.CancelledError):
-            raise
-        except Exception:
-            log.exception("prompt %s raised", prompt.name)
-            raise MCPError(INTERNAL_ERROR, f"Internal error getting prompt {prompt.name}") \
-                from None
-        if isinstance(raw, InputRequired):
-            return self._input_required(raw, ctx)
-        return _prompt_result(raw, prompt.description)
-
-    async def _complete(self, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-        p = load(COMPLETE_PARAMS, params, "completion/complete")
-        assert self._completion is not None
-        raw = await self._completion.call(
-            ctx, {"ref": p["ref"], "argument": p["argument"], "context": p.get("context")})
-        if isinstance(raw, dict) and "completion" in raw:
-            completion = dict(raw["completion"])
-        elif isinstance(raw, dict):
-            completion = dict(raw)
-        else:
-            completion = {"values": list(raw or [])}
-        values = [str(v) for v in completion.get("values", [])]
-        if len(values) > MAX_COMPLETION_VALUES:
-            completion["total"] = completion.get("total", len(values))
-            completion["hasMore"] = True
-            values = values[:MAX_COMPLETION_VALUES]
-        completion["values"] = values
-        return {"completion": completion}
-
-
-def _doc(fn: Handler) -> str | None:
-    doc = getattr(fn, "__doc__", None)
-    return doc.strip() if doc else None
-
-
-def _tool_result(raw: Any) -> dict[str, Any]:
-    if isinstance(raw, dict) and ("content" in raw or "structuredContent" in raw):
-        result = dict(raw)
-        result.setdefault("content", [])
-        return result
-    if raw is None:
-        return {"content": []}
-    if isinstance(raw, str):
-        return {"content": [text(raw)]}
-    if isinstance(raw, dict) and "type" in raw:
-        return {"content": [raw]}
-    if isinstance(raw, list) and all(isinstance(b, dict) and "type" in b for b in raw):
-        return {"content": raw}
-    from . import jsonio
-    return {"content": [text(jsonio.dumps_str(raw))],
-            "structuredContent": raw if isinstance(raw, dict) else {"result": raw}}
-
-
-def _contents(uri: str, raw: Any, mime_type: str | None) -> dict[str, Any]:
-    def one(item: Any) -> dict[str, Any]:
-        if isinstance(item, dict):
-            return {"uri": uri, **item}
-        entry: dict[str, Any] = {"uri": uri}
-        if mime_type:
-            entry["mimeType"] = mime_type
-        if isinstance(item, bytes | bytearray):
-            entry["blob"] = base64.b64encode(bytes(item)).decode()
-        else:
-            entry["text"] = str(item)
-        return entry
-    if isinstance(raw, dict) and "contents" in raw:
-        return dict(raw)
-    items = raw if isinstance(raw, list) else [raw]
-    return {"contents": [one(i) for i in items]}
-
-
-def _prompt_result(raw: Any, description: str | None) -> dict[str, Any]:
-    if isinstance(raw, dict) and "messages" in raw:
-        return {str(k): v for k, v in raw.items()}
-    items = raw if isinstance(raw, list) else [raw]
-    messages = []
-    for item in items:
-        if isinstance(item, str):
-            messages.append({"role": "user", "content": text(item)})
-        elif isinstance(item, dict) and "role" in item:
-            messages.append(item)
-        elif isinstance(item, dict):
-            messages.append({"role": "user", "content": item})
-    result: dict[str, Any] = {"messages": messages}
-    if description:
-        result["description"] = description
-    return result
-
-
-_BUILTIN: dict[str, Callable[[Server, dict[str, Any], Context], Any]] = {
-    "ping": Server._ping,
-    "logging/setLevel": Server._set_level,
-    "server/discover": Server._discover,
-    "tools/list": Server._list_tools,
-    "tools/call": Server._call_tool,
-    "resources/list": Server._list_resources,
-    "resources/templates/list": Server._list_templates,
-    "resources/read": Server._read_resource,
-    "resources/subscribe": Server._subscribe_m,
-    "resources/unsubscribe": Server._unsubscribe_m,
-    "prompts/list": Server._list_prompts,
-    "prompts/get": Server._get_prompt,
-    "completion/complete": Server._complete,
-}
