@@ -89,6 +89,7 @@ class Cluster:
         """Leave the cluster: what is still queued for Redis gets up to a second."""
         self.closed = True
         self.server.remove_relay(self)
+        self.on_loop(lambda: self.feed.push({"k": "x"}))  # others forget us at once
         if self.link.connected and self.feed.outbox:
             deadline = time.monotonic() + 1.0
             while self.feed.outbox and time.monotonic() < deadline:

@@ -157,6 +157,8 @@ class Feed:
                 params = jsonio.loads(raw[b"p"]) if b"p" in raw else None
                 self.received += 1
                 self.cluster.server.deliver_local(method, params)
+            elif kind == b"x":  # the publisher left the cluster
+                self.cluster.members.others.pop(origin, None)
             elif kind == b"l" and self.on_limits is not None:
                 fields = {k.decode(): v.decode() for k, v in raw.items()}
                 self.on_limits(jsonio.loads(raw[b"c"]), fields)

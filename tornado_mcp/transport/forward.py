@@ -11,6 +11,7 @@ the client gets a JSON-RPC error naming the process, never a misleading 404.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
@@ -23,6 +24,8 @@ from .jsonrpc import Reply
 
 if TYPE_CHECKING:
     from .handler import MCPHandler
+
+log = logging.getLogger("tornado_mcp.transport")
 
 #: Marks a forwarded request; a process never forwards a request that carries it.
 FORWARDED_HEADER = "X-Tornado-MCP-Forwarded-By"
@@ -64,9 +67,12 @@ async def forward(h: MCPHandler, owner: ProcessInfo, self_id: str, body: bytes |
 
     def on_header(line: str) -> None:
         if line.startswith("HTTP/"):
-            status[0] = parse_response_start_line(line).code
+            status[0] = parse_response_start_line(line.strip()).code
         elif line.strip():
             got.parse_line(line)
+        elif status[0] != 100:  # the end of the head: pass it on now (a stream may idle)
+            start()
+            h.flush().add_done_callback(lambda f: f.exception())
 
     def start() -> None:
         if not started[0]:
@@ -90,7 +96,8 @@ async def forward(h: MCPHandler, owner: ProcessInfo, self_id: str, body: bytes |
                           header_callback=on_header, streaming_callback=on_chunk)
     try:
         await _client().fetch(request, raise_error=False)
-    except Exception:
+    except Exception as exc:
+        log.warning("could not forward to process %s at %s: %r", owner.id, owner.url, exc)
         if not started[0]:
             raise Reply(502, INTERNAL_ERROR,
                         f"Bad gateway: process {owner.id} on {owner.host} holds session "
