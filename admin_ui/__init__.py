@@ -33,6 +33,7 @@ from tornado.web import RedirectHandler, url
 
 from .api import (
     ApiNotFoundHandler,
+    ClusterHandler,
     HistoryHandler,
     LimitsHandler,
     MetricsHandler,
@@ -97,6 +98,7 @@ def routes(
         url(p + "/api/streams", StreamsHandler, kw),
         url(p + "/api/streams/([^/]+)", StreamHandler, kw),
         url(p + "/api/limits", LimitsHandler, kw),
+        url(p + "/api/cluster", ClusterHandler, kw),
         url(p + "/api/.*", ApiNotFoundHandler, kw),
         url(p + "/metrics", MetricsHandler, kw),
         url(p + "/static/(.*)", AdminStaticFileHandler, {"path": str(STATIC_DIR), "admin": admin}),

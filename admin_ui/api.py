@@ -66,7 +66,34 @@ class OverviewHandler(AdminHandler):
             "bounds": _bounds(limits),
             "limits": admin.transport.options.live_values(),
             "changes": [e.as_dict() for e in reversed(admin.events)][:20],
+            "cluster": _cluster_summary(admin.transport),
         })
+
+
+def _cluster_view(transport: Any) -> Any:
+    """The library's public cluster view (``transport.cluster.snapshot()``), or None."""
+    cluster = getattr(transport, "cluster", None)
+    return None if cluster is None else cluster.snapshot()
+
+
+def _cluster_summary(transport: Any) -> dict[str, Any] | None:
+    view = _cluster_view(transport)
+    if view is None:
+        return None
+    return {"connected": view.connected, "self_id": view.self_id, "totals": view.totals,
+            "relay": view.relay}
+
+
+class ClusterHandler(AdminHandler):
+    """``GET api/cluster``: every live process of the cluster (one process: itself only)."""
+
+    def get(self) -> None:
+        view = _cluster_view(self.admin.transport)
+        if view is None:
+            self.write_json({"clustered": False, "connected": None, "processes": [],
+                             "totals": {}, "relay": {}})
+            return
+        self.write_json({"clustered": True, **view.as_dict()})
 
 
 class HistoryHandler(AdminHandler):

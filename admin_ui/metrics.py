@@ -31,7 +31,7 @@ from prometheus_client import CONTENT_TYPE_PLAIN_0_0_4, CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from tornado_mcp.introspection import Snapshot
+from tornado_mcp.introspection import ClusterSnapshot, Snapshot
 from tornado_mcp.options import (
     MAX_INITIALIZE_PARAMS_VALUES,
     MAX_RESOURCE_SUBSCRIPTION_URIS,
@@ -159,18 +159,42 @@ class TransportCollector(Collector):
     passing it in rather than the transport keeps the collector easy to feed made-up numbers.
     """
 
-    def __init__(self, take: Callable[[], Snapshot], probe: ProcessProbe) -> None:
+    def __init__(self, take: Callable[[], Snapshot], probe: ProcessProbe,
+                 cluster: Callable[[], ClusterSnapshot | None] | None = None) -> None:
         self._take = take
         self._probe = probe
+        self.cluster = cluster
 
     def collect(self) -> list[Metric]:
         snap = self._take()
         probe = self._probe
-        return families(snap, probe.read(measure_cpu=False), probe.cpu_seconds())
+        out = families(snap, probe.read(measure_cpu=False), probe.cpu_seconds())
+        if self.cluster is not None:
+            view = self.cluster()
+            if view is not None:
+                out.extend(cluster_families(view))
+        return out
 
 
-def registry(take: Callable[[], Snapshot], probe: ProcessProbe) -> CollectorRegistry:
+def cluster_families(view: ClusterSnapshot) -> list[Metric]:
+    """The cluster as this process sees it: whether Redis answers, the live processes,
+    totals over them, and the relay's own counts."""
+    f = _Families()
+    f.usage("cluster_connected", "1 while this process reaches the cluster's Redis, else 0.",
+            int(view.connected))
+    for name, value in sorted(view.totals.items()):
+        f.usage(f"cluster_{name}", f"Cluster total of {name} (live processes).", value)
+    f.usage("cluster_outbox", "Feed entries waiting for Redis (grows during an outage).",
+            view.relay["buffered"])
+    for name in ("published", "received", "duplicates", "dropped", "reconnects"):
+        f.counter(f"{PREFIX}_cluster_{name}_total", f"Cluster feed: {name}.",
+                  view.relay[name])
+    return f.out
+
+
+def registry(take: Callable[[], Snapshot], probe: ProcessProbe,
+             cluster: Callable[[], ClusterSnapshot | None] | None = None) -> CollectorRegistry:
     """A new registry holding one :class:`TransportCollector` (one per dashboard mount)."""
     reg = CollectorRegistry(auto_describe=False)  # no scrape at registration
-    reg.register(TransportCollector(take, probe))
+    reg.register(TransportCollector(take, probe, cluster))
     return reg

@@ -22,7 +22,7 @@ import jinja2
 from prometheus_client import CollectorRegistry
 from tornado.web import StaticFileHandler
 
-from tornado_mcp.introspection import Snapshot
+from tornado_mcp.introspection import ClusterSnapshot, Snapshot
 from tornado_mcp.options import TransportOptions
 
 from . import metrics
@@ -83,7 +83,8 @@ class AdminState:
         )
         #: This mount's own Prometheus registry (never prometheus_client's global one).
         self.metrics: CollectorRegistry = metrics.registry(
-            lambda: transport.snapshot(sessions=True, streams=True), self.probe
+            lambda: transport.snapshot(sessions=True, streams=True), self.probe,
+            lambda: _cluster_snapshot(transport),
         )
         self.events: deque[Event] = deque(maxlen=EVENT_LOG_SIZE)
         self.templates = jinja2.Environment(
@@ -105,3 +106,9 @@ class AdminState:
         """URL of a file in ``admin_ui/static`` with a content hash, so caches stay fresh."""
         version = StaticFileHandler.get_version({"static_path": str(STATIC_DIR)}, name)
         return f"{self.prefix}/static/{name}?v={version}"
+
+
+def _cluster_snapshot(transport: TransportLike) -> ClusterSnapshot | None:
+    """The public cluster view of a transport that belongs to one (``transport.cluster``)."""
+    cluster = getattr(transport, "cluster", None)
+    return None if cluster is None else cluster.snapshot()

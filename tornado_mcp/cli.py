@@ -12,6 +12,7 @@ import asyncio
 import logging
 import secrets
 import signal
+import socket
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -39,8 +40,9 @@ def add_option_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--uvloop", action="store_true",
                         help="run on uvloop (pip install 'tornado-mcp[speed]')")
     parser.add_argument("--redis-url", default=None,
-                        help="share notifications with other processes through this Redis "
-                             "(e.g. redis://127.0.0.1:6379/0); one process needs none")
+                        help="join the processes sharing this Redis (notifications, limits, "
+                             "sessions, requestState key; e.g. redis://127.0.0.1:6379/0); "
+                             "one process needs none")
     group = parser.add_argument_group("transport options ('none' removes a bound)")
     for spec in OPTION_SPECS:
         default = spec.default
@@ -81,11 +83,6 @@ def serve(server: Server, args: argparse.Namespace,
 
 async def _serve(server: Server, options: TransportOptions, args: argparse.Namespace,
                  extra_routes: Callable[[Transport], list[Any]] | None) -> None:
-    bus = None
-    if args.redis_url:
-        from .scaleout import RedisBus
-        bus = RedisBus(server, args.redis_url)
-        await bus.start()
     transport = Transport(server, options=options)
     routes: list[Any] = [*transport.routes(args.path)]
     if extra_routes is not None:
@@ -105,6 +102,13 @@ async def _serve(server: Server, options: TransportOptions, args: argparse.Names
     port = args.port
     if port == 0:
         port = next(iter(http._sockets.values())).getsockname()[1]
+    cluster = None
+    if args.redis_url:
+        from .cluster import Cluster
+        host = socket.getfqdn() if args.host in ("", "0.0.0.0", "::") else _display(args.host)
+        cluster = Cluster(transport, args.redis_url,
+                          advertise_url=f"http://{host}:{port}{args.path}")
+        await cluster.start()
     print(f"MCP endpoint: http://{_display(args.host)}:{port}{args.path}", flush=True)
     if admin_line:
         print(admin_line.format(port=port), flush=True)
@@ -116,8 +120,8 @@ async def _serve(server: Server, options: TransportOptions, args: argparse.Names
     log.info("shutting down")
     http.stop()
     await transport.close()
-    if bus is not None:
-        await bus.close()
+    if cluster is not None:
+        await cluster.close()
     await http.close_all_connections()
 
 

@@ -72,3 +72,41 @@ class Snapshot:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class ProcessInfo:
+    """One live process of a cluster, as its last heartbeat described it."""
+
+    id: str  # minted at start; the prefix of every session id the process creates
+    host: str
+    pid: int
+    url: str | None  # where other processes may forward a session's requests (None: nowhere)
+    started_at: float  # wall-clock seconds since the epoch
+    heartbeat_at: float  # wall-clock seconds since the epoch
+    connected: bool  # False: this process cannot reach Redis right now (only ever for self)
+    sessions: int
+    get_streams: int
+    listen_streams: int
+    retained_bytes: int
+    retained_values: int
+    refusals: dict[str, int]
+
+
+@dataclass(frozen=True)
+class ClusterSnapshot:
+    """What one process knows of its cluster: every live process and the totals over them.
+
+    Taken from memory (the last heartbeat round), never from Redis, so it is cheap and
+    available while Redis is down; ``connected`` says whether it is current.
+    """
+
+    taken_at: float
+    self_id: str
+    connected: bool  # this process reaches Redis now
+    processes: tuple[ProcessInfo, ...]
+    totals: dict[str, int]  # sessions, get_streams, listen_streams, retained_*, refusals
+    relay: dict[str, int]  # published, received, duplicates, buffered, dropped, reconnects
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)

@@ -187,6 +187,14 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
                "Frames one SSE stream may have queued; a consumer past it is disconnected."),
     OptionSpec("stream_stall_timeout", "seconds", 30.0, True, True,
                "Seconds a stream's pending write may make no progress before it is dropped."),
+    OptionSpec("cluster_outage_buffer", "int", 10_000, False, True,
+               "Notifications kept for Redis while it is unreachable; newer ones are dropped."),
+    OptionSpec("cluster_stream_length", "int", 10_000, False, False,
+               "Approximate length the shared Redis notification stream is trimmed to."),
+    OptionSpec("cluster_heartbeat_ttl", "seconds", 5.0, False, False,
+               "Seconds a process stays listed in its cluster after its last heartbeat."),
+    OptionSpec("cluster_wide_limits", "bool", False, False, False,
+               "Count max_sessions and max_listen_subscriptions over the whole cluster."),
 )
 
 SPECS_BY_NAME: dict[str, OptionSpec] = {s.name: s for s in OPTION_SPECS}
@@ -233,6 +241,10 @@ class TransportOptions:
     server_to_client_request_timeout: float
     max_stream_queue: int
     stream_stall_timeout: float | None
+    cluster_outage_buffer: int
+    cluster_stream_length: int
+    cluster_heartbeat_ttl: float
+    cluster_wide_limits: bool
 
     def __init__(self, **values: Any) -> None:
         object.__setattr__(self, "_lock", threading.Lock())

@@ -97,3 +97,4 @@ class Refusal(enum.StrEnum):
     RESOURCE_SUBSCRIPTION_URIS = "resource_subscription_uris"
     MAX_STREAM_QUEUE = "max_stream_queue"
     STREAM_STALL_TIMEOUT = "stream_stall_timeout"
+    CLUSTER_OUTAGE_BUFFER = "cluster_outage_buffer"

@@ -140,6 +140,21 @@
 
   const lookup = (obj, path) => path.split(".").reduce((o, k) => (o == null ? o : o[k]), obj);
 
+  // The cluster this process belongs to (null: a single process, the card stays hidden).
+  function renderCluster(c) {
+    const card = $("#cluster");
+    card.hidden = !c;
+    if (!c) return;
+    const t = c.totals;
+    $("#cluster-state").textContent = c.connected
+      ? `${fmtInt(t.processes)} processes` : "Redis unreachable: serving local clients only";
+    card.classList.toggle("hit", !c.connected);
+    $("#cluster-totals").textContent =
+      `${fmtInt(t.sessions)} sessions · ${fmtInt(t.listen_streams)} listen streams · ` +
+      `${fmtBytes(t.retained_bytes)} retained · ${fmtInt(t.refusals)} refusals · ` +
+      `${fmtInt(c.relay.buffered)} queued for Redis`;
+  }
+
   function renderOverview(o) {
     for (const node of $$("[data-bind]")) {
       const path = node.dataset.bind;
@@ -156,6 +171,7 @@
       row.lastElementChild.textContent = fmtInt(n);
       row.classList.toggle("hit", n > 0);
     }
+    renderCluster(o.cluster);
     renderChanges(o.changes);
     syncLimits(o.limits);
   }

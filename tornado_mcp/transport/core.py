@@ -13,7 +13,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import tornado.web
 from tornado.ioloop import IOLoop, PeriodicCallback
@@ -22,7 +22,7 @@ from tornado.iostream import IOStream
 from .. import jsonio
 from ..errors import MCPError
 from ..hub import LIST_CHANGED, LISTEN_METHODS, NotificationHub, change_key
-from ..introspection import Snapshot
+from ..introspection import ClusterSnapshot, ProcessInfo, Snapshot
 from ..options import TransportOptions
 from ..protocol import INTERNAL_ERROR, LEGACY_VERSIONS, MODERN_VERSIONS, Refusal
 from ..server import Server
@@ -35,6 +35,19 @@ from .snapshot import take_snapshot
 
 #: How often idle sessions are looked for, in milliseconds.
 REAP_INTERVAL_MS = 5000
+
+
+class ClusterMember(Protocol):
+    """What a transport asks of the cluster it belongs to (:class:`tornado_mcp.cluster.Cluster`)."""
+
+    id: str
+    session_prefix: str
+
+    async def session_owner(self, session_id: str) -> ProcessInfo | None: ...
+
+    def remote_count(self, kind: str) -> int: ...
+
+    def snapshot(self) -> ClusterSnapshot: ...
 
 
 class Transport:
@@ -58,7 +71,8 @@ class Transport:
         self.server = server
         self.options = options if options is not None else TransportOptions(**option_values)
         self.hub = NotificationHub()
-        self.sessions = SessionStore(lambda: self.options.max_sessions,
+        self.sessions = SessionStore(lambda: _less(self.options.max_sessions,
+                                                   self.remote_count("sessions")),
                                      lambda: self.options.session_idle_timeout,
                                      self._session_removed)
         self.refusals: Counter[str] = Counter({kind.value: 0 for kind in Refusal})
@@ -76,6 +90,8 @@ class Transport:
         self._reaper: PeriodicCallback | None = None
         self._handlers: set[MCPHandler] = set()
         self._lingering: set[asyncio.Future[None]] = set()
+        #: The cluster this transport belongs to (set by :meth:`Cluster.start`), or None.
+        self.cluster: ClusterMember | None = None
         server.add_sink(self)
 
     # -- mounting ---------------------------------------------------------------------------
@@ -126,12 +142,24 @@ class Transport:
     def open_session(self, version: str, params: dict[str, Any]) -> Session | None:
         """A new legacy session for an ``initialize`` with ``params``; ``None`` when
         ``max_sessions`` is reached."""
-        session = Session(self.sessions.new_id(), version, params.get("clientInfo"),
+        prefix = self.cluster.session_prefix if self.cluster is not None else ""
+        session = Session(prefix + self.sessions.new_id(), version, params.get("clientInfo"),
                           params.get("capabilities"), jsonio.count_values(params))
         if not self.sessions.admit(session):
             return None
         session.notifier = self._session_notify
         return session
+
+    def remote_count(self, kind: str) -> int:
+        """``"sessions"`` or ``"listen_streams"`` the rest of the cluster holds, counted
+        against this process's limits when ``cluster_wide_limits`` is on (else 0)."""
+        return self.cluster.remote_count(kind) if self.cluster is not None else 0
+
+    async def session_owner(self, session_id: str) -> ProcessInfo | None:
+        """The other live process of the cluster that holds ``session_id``, if any."""
+        if self.cluster is None:
+            return None
+        return await self.cluster.session_owner(session_id)
 
     # -- loop affinity ----------------------------------------------------------------------
     def _start(self) -> None:
@@ -266,3 +294,7 @@ class Transport:
     def buffered_body_bytes(self) -> int:
         """Bytes of request bodies received and not yet handled, over all requests."""
         return sum(h.buffered_body_bytes for h in self._handlers)
+
+
+def _less(cap: int | None, taken: int) -> int | None:
+    return None if cap is None else cap - taken

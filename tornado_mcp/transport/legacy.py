@@ -33,6 +33,7 @@ from ..protocol import (
 from ..schemas import INITIALIZE_PARAMS, load
 from ..session import Session
 from . import headers
+from .forward import forward
 from .jsonrpc import Kind, Reply, classify, error_body, safe_id, valid_id
 from .request import dispatch, run_request
 
@@ -56,7 +57,7 @@ def is_initialize(message: Any) -> bool:
 async def post(h: MCPHandler, message: Any, header: str | None, body: bytes) -> None:
     opts = h.transport.options
     if isinstance(message, list):
-        await _batch(h, message)
+        await _batch(h, message, body)
         return
     if not isinstance(message, dict):
         raise Reply(400, INVALID_REQUEST, SINGLE_OBJECT)
@@ -83,7 +84,7 @@ async def post(h: MCPHandler, message: Any, header: str | None, body: bytes) -> 
     if method == SERVER_DISCOVER and not has_session:
         await run_request(h, message, None, json_only=True)
         return
-    session = None if opts.stateless else session_from_header(h)
+    session = None if opts.stateless else await session_from_header(h, body)
     check_version(h)
     kind = classify(message)
     if kind is Kind.NOTIFICATION:
@@ -100,11 +101,11 @@ async def post(h: MCPHandler, message: Any, header: str | None, body: bytes) -> 
         raise Reply(400, INVALID_REQUEST, "Invalid Request", safe_id(request_id))
 
 
-async def _batch(h: MCPHandler, batch: list[Any]) -> None:
+async def _batch(h: MCPHandler, batch: list[Any], body: bytes) -> None:
     """2025-03-26 allowed batches; later versions and sessionless calls do not.
 
     One JSON array answers the batch, so its requests never stream."""
-    session = None if h.transport.options.stateless else session_from_header(h)
+    session = None if h.transport.options.stateless else await session_from_header(h, body)
     version = check_version(h)
     negotiated = session.protocol_version if session else version
     if not batch or negotiated != BATCHING_VERSION or not all(isinstance(m, dict) for m in batch):
@@ -211,7 +212,7 @@ async def get(h: MCPHandler) -> None:
     if _addressed_to_modern(h) or opts.stateless:
         raise Reply(405, INVALID_REQUEST, "Method not allowed")
     headers.require_accept(h.request.headers.get("Accept"), "text/event-stream")
-    session = session_from_header(h)
+    session = await session_from_header(h)
     check_version(h)
     if session.get_channel is not None and not session.get_channel.closed:
         raise Reply(409, INVALID_REQUEST, "Conflict: Only one SSE stream is allowed per session")
@@ -232,7 +233,7 @@ async def delete(h: MCPHandler) -> None:
     t = h.transport
     if _addressed_to_modern(h) or t.options.stateless:
         raise Reply(405, INVALID_REQUEST, "Method not allowed")
-    session = session_from_header(h)
+    session = await session_from_header(h)
     check_version(h)
     t.sessions.remove(session)
     h.send_json(200, {"success": True})
@@ -251,12 +252,15 @@ def _addressed_to_modern(h: MCPHandler) -> bool:
 
 
 # -- sessions and versions -----------------------------------------------------------------
-def session_from_header(h: MCPHandler) -> Session:
+async def session_from_header(h: MCPHandler, body: bytes | None = None) -> Session:
     session_id = h.request.headers.get(HEADER_SESSION_ID)
     if not session_id:
         raise Reply(400, INVALID_REQUEST, "Bad Request: Missing session ID")
     session = h.transport.sessions.get(session_id.strip())
     if session is None:
+        owner = await h.transport.session_owner(session_id.strip())
+        if owner is not None:  # alive in another process of the cluster
+            await forward(h, owner, h.transport.cluster.id, body)  # type: ignore[union-attr]
         raise Reply(404, INVALID_REQUEST, "Session not found")
     return session
 

@@ -1,0 +1,152 @@
+"""The :class:`Cluster`: one process's membership in a group that behaves like one server."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..introspection import ClusterSnapshot, ProcessInfo
+from .feed import Feed, notification_fields
+from .link import DOWN, Link, log
+from .members import Members
+from .shared import SharedConfig
+
+if TYPE_CHECKING:
+    from ..transport import Transport
+
+TOTALS = ("sessions", "get_streams", "listen_streams", "retained_bytes", "retained_values")
+
+
+class Cluster:
+    """Joins ``transport`` (and its :class:`~tornado_mcp.Server`) to the processes sharing
+    the Redis at ``url``::
+
+        cluster = Cluster(transport, "redis://10.0.0.5:6379/0",
+                          advertise_url="http://10.0.0.7:8000/mcp")
+        await cluster.start()      # raises if Redis cannot be reached now
+        ...
+        await cluster.close()
+
+    Once started, ``transport.cluster`` is this object: notifications reach every process
+    exactly once (:mod:`~tornado_mcp.cluster.feed`), live limits and the requestState key
+    are shared (:mod:`~tornado_mcp.cluster.shared`), every live process is listed
+    (:mod:`~tornado_mcp.cluster.members`) and a legacy session's requests that reach the
+    wrong process are forwarded to ``advertise_url`` of the process that holds it.
+    :meth:`snapshot` is the public view the dashboard reads.
+    """
+
+    def __init__(self, transport: Transport, url: str, *, namespace: str = "tornado-mcp",
+                 advertise_url: str | None = None) -> None:
+        self.transport = transport
+        self.server = transport.server
+        self.url = url
+        self.namespace = namespace
+        self.advertise_url = advertise_url
+        self.id = secrets.token_hex(6)
+        self.host = socket.gethostname()
+        self.pid = os.getpid()
+        self.started_at = time.time()
+        self.closed = False
+        #: Every legacy session id this process mints starts with it: its owner's id.
+        self.session_prefix = self.id + "."
+        self.link = Link(url, self._resync)
+        self.feed = Feed(self)
+        self.members = Members(self)
+        self.shared = SharedConfig(self)
+        self.feed.on_limits = self.shared.on_remote
+        self._tasks: list[asyncio.Task[None]] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        await self.link.connect()
+        await self.feed.start_at_end()
+        await self.shared.publish_own()
+        await self.members.beat()
+        self.transport.options.subscribe(self.shared.on_local)
+        self.server.add_relay(self)
+        self.transport.cluster = self
+        self._tasks = [asyncio.create_task(t()) for t in (
+            self.link.supervise, self.feed.write_loop, self.feed.read_loop, self.members.loop)]
+        log.info("process %s joined the cluster at %s", self.id, self.url)
+
+    async def _resync(self) -> None:
+        """After Redis came back: catch up from the last id, restore what it lost."""
+        await self.feed.resync()
+        await self.shared.publish_own()
+        await self.members.beat()
+
+    async def close(self) -> None:
+        """Leave the cluster: what is still queued for Redis gets up to a second."""
+        self.closed = True
+        self.server.remove_relay(self)
+        self.on_loop(lambda: self.feed.push({"k": "x"}))  # others forget us at once
+        if self.link.connected and self.feed.outbox:
+            deadline = time.monotonic() + 1.0
+            while self.feed.outbox and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self.link.connected:
+            with contextlib.suppress(*DOWN):
+                await asyncio.wait_for(self.members.leave(), 1.0)
+        if self.transport.cluster is self:
+            self.transport.cluster = None
+        with contextlib.suppress(Exception):
+            await self.link.aclose()
+
+    def on_loop(self, fn: Callable[[], Any]) -> None:
+        if self._loop is None:
+            return
+        if threading.get_ident() == self._loop_thread:
+            fn()
+        else:
+            self._loop.call_soon_threadsafe(fn)
+
+    # -- NotificationSink: every locally originated server-wide notification -----------------
+    def publish(self, method: str, params: dict[str, Any] | None) -> None:
+        fields = notification_fields(method, params)
+        self.on_loop(lambda: self.feed.push(fields))
+
+    # -- for the transport --------------------------------------------------------------------
+    async def session_owner(self, session_id: str) -> ProcessInfo | None:
+        """The live process, other than this one, whose prefix ``session_id`` carries."""
+        owner, dot, _ = session_id.partition(".")
+        if not dot or owner == self.id:
+            return None
+        return await self.members.lookup(owner)
+
+    def remote_count(self, kind: str) -> int:
+        """Sessions or listen streams the other live processes hold (last heartbeat), when
+        ``cluster_wide_limits`` is on; 0 otherwise."""
+        if not self.transport.options.cluster_wide_limits:
+            return 0
+        return sum(int(getattr(p, kind)) for p in self.members.others.values())
+
+    # -- introspection ------------------------------------------------------------------------
+    def snapshot(self) -> ClusterSnapshot:
+        """Every live process (this one as of now) and the totals over them."""
+        processes = (self.members.own(), *sorted(self.members.others.values(),
+                                                  key=lambda p: (p.host, p.pid, p.id)))
+        totals = {name: sum(int(getattr(p, name)) for p in processes) for name in TOTALS}
+        totals["refusals"] = sum(sum(p.refusals.values()) for p in processes)
+        totals["processes"] = len(processes)
+        f = self.feed
+        relay = {"published": f.published, "received": f.received,
+                 "duplicates": f.duplicates, "buffered": len(f.outbox), "dropped": f.dropped,
+                 "reconnects": self.link.reconnects}
+        return ClusterSnapshot(taken_at=time.time(), self_id=self.id,
+                               connected=self.link.connected, processes=processes,
+                               totals=totals, relay=relay)

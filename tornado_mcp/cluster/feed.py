@@ -1,0 +1,178 @@
+"""The cluster's shared feed: notifications and limit changes on one Redis Stream.
+
+Every entry carries its publisher's id (``o``) and a per-publisher sequence number
+(``s``).  Publishing appends to a bounded local outbox first; one writer task drains it
+into Redis in order (``XADD ... MAXLEN ~ cluster_stream_length``), so while Redis is down a
+process keeps what it publishes (up to ``cluster_outage_buffer`` entries; past that new
+entries are dropped and counted as the ``cluster_outage_buffer`` refusal) and sends it, in
+order, once Redis answers again.  One reader task follows the stream from the last id it
+has seen (``XREAD BLOCK``), so after an outage it catches up on what the others published
+meanwhile.  The sequence numbers make delivery exactly once and in order per publisher: a
+batch resent because Redis went away mid-write is recognised and skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from itertools import islice
+from typing import TYPE_CHECKING, Any
+
+from .. import jsonio
+from ..protocol import Refusal
+from .link import DOWN
+
+if TYPE_CHECKING:
+    from .core import Cluster
+
+log = logging.getLogger("tornado_mcp.cluster")
+
+#: Entries written to Redis in one pipeline, and read in one ``XREAD``.
+BATCH = 256
+#: Publishers whose last sequence number is remembered (oldest forgotten first).
+MAX_PUBLISHERS = 4096
+#: ``XREAD BLOCK`` timeout in milliseconds (the socket timeout must be longer).
+READ_BLOCK_MS = 1000
+
+Fields = dict[str, Any]
+
+
+def _id_tuple(entry_id: str) -> tuple[int, int]:
+    ms, _, seq = entry_id.partition("-")
+    return int(ms), int(seq or 0)
+
+
+class Feed:
+    """Outbox, writer and reader of the shared stream for one process."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.key = f"{cluster.namespace}:feed"
+        self.limits_key = f"{cluster.namespace}:limits"
+        self.outbox: deque[Fields] = deque()
+        self.seq = 0
+        self.last_id = "0-0"
+        self.seen: OrderedDict[str, int] = OrderedDict()
+        self.published = 0  # entries written to Redis
+        self.received = 0  # entries from other processes, handed on
+        self.duplicates = 0  # entries seen twice (a resent batch) and skipped
+        self.dropped = 0  # entries refused by the outage buffer
+        self._ready = asyncio.Event()
+        #: Called with each limit change another process made: ``(changes, fields)``.
+        self.on_limits: Callable[[dict[str, Any], Fields], None] | None = None
+
+    # -- publishing (on the IOLoop) -----------------------------------------------------------
+    def push(self, fields: Fields) -> bool:
+        """Queue one entry for Redis; False (counted) when the outage buffer is full."""
+        if len(self.outbox) >= self.cluster.transport.options.cluster_outage_buffer:
+            self.dropped += 1
+            self.cluster.transport.count_refusal(Refusal.CLUSTER_OUTAGE_BUFFER)
+            if self.dropped == 1 or self.dropped % 1000 == 0:
+                log.warning("cluster outage buffer full; %d entries dropped", self.dropped)
+            return False
+        self.seq += 1
+        fields["o"] = self.cluster.id
+        fields["s"] = self.seq
+        self.outbox.append(fields)
+        self._ready.set()
+        return True
+
+    async def write_loop(self) -> None:
+        link = self.cluster.link
+        length = self.cluster.transport.options.cluster_stream_length
+        while True:
+            await self._ready.wait()
+            await link.wait_up()
+            batch = list(islice(self.outbox, BATCH))
+            if not batch:
+                self._ready.clear()
+                continue
+            pipe = link.redis.pipeline(transaction=False)
+            for fields in batch:
+                if fields.get("k") == "l":
+                    pipe.hset(self.limits_key, mapping=_limit_fields(fields["c"]))
+                pipe.xadd(self.key, fields, maxlen=length, approximate=True)
+            try:
+                await pipe.execute()
+            except DOWN as exc:
+                link.lost(exc)  # the batch stays queued; resent entries are deduplicated
+                continue
+            for _ in batch:
+                self.outbox.popleft()
+            self.published += len(batch)
+
+    # -- reading ------------------------------------------------------------------------------
+    async def resync(self) -> None:
+        """Where to read from after (re)connecting: our last id, unless the stream was
+        lost with Redis (missing, or ending before it) and must be read from its start."""
+        top = await self.cluster.link.redis.xrevrange(self.key, count=1)
+        if not top:
+            self.last_id = "0-0"
+            return
+        newest = top[0][0].decode()
+        if _id_tuple(newest) < _id_tuple(self.last_id):
+            self.last_id = "0-0"
+
+    async def start_at_end(self) -> None:
+        """At start: skip what was published before this process existed."""
+        top = await self.cluster.link.redis.xrevrange(self.key, count=1)
+        self.last_id = top[0][0].decode() if top else "0-0"
+
+    async def read_loop(self) -> None:
+        link = self.cluster.link
+        while True:
+            await link.wait_up()
+            try:
+                reply = await link.redis.xread({self.key: self.last_id}, count=BATCH,
+                                               block=READ_BLOCK_MS)
+            except DOWN as exc:
+                link.lost(exc)
+                continue
+            for _stream, entries in reply or ():
+                for entry_id, fields in entries:
+                    self.last_id = entry_id.decode()
+                    self._handle(fields)
+
+    def _handle(self, raw: dict[bytes, bytes]) -> None:
+        try:
+            origin = raw[b"o"].decode()
+            seq = int(raw[b"s"])
+            kind = raw.get(b"k", b"n")
+        except (KeyError, ValueError, UnicodeDecodeError):
+            return
+        if origin == self.cluster.id:
+            return  # delivered locally when it was published
+        if self.seen.get(origin, 0) >= seq:
+            self.duplicates += 1
+            return
+        self.seen[origin] = seq
+        self.seen.move_to_end(origin)
+        while len(self.seen) > MAX_PUBLISHERS:
+            self.seen.popitem(last=False)
+        try:
+            if kind == b"n":
+                method = raw[b"m"].decode()
+                params = jsonio.loads(raw[b"p"]) if b"p" in raw else None
+                self.received += 1
+                self.cluster.server.deliver_local(method, params)
+            elif kind == b"x":  # the publisher left the cluster
+                self.cluster.members.others.pop(origin, None)
+            elif kind == b"l" and self.on_limits is not None:
+                fields = {k.decode(): v.decode() for k, v in raw.items()}
+                self.on_limits(jsonio.loads(raw[b"c"]), fields)
+        except (KeyError, ValueError, TypeError, UnicodeDecodeError):
+            log.warning("skipped a malformed cluster feed entry from %s", origin)
+
+
+def notification_fields(method: str, params: dict[str, Any] | None) -> Fields:
+    fields: Fields = {"k": "n", "m": method}
+    if params is not None:
+        fields["p"] = jsonio.dumps(params)
+    return fields
+
+
+def _limit_fields(changes: bytes | str) -> dict[str, bytes]:
+    decoded = jsonio.loads(changes if isinstance(changes, bytes) else changes.encode())
+    return {name: jsonio.dumps(value) for name, value in decoded.items()}
