@@ -187,6 +187,14 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
                "Frames one SSE stream may have queued; a consumer past it is disconnected."),
     OptionSpec("stream_stall_timeout", "seconds", 30.0, True, True,
                "Seconds a stream's pending write may make no progress before it is dropped."),
+    OptionSpec("resumable_streams", "bool", False, False, False,
+               "Legacy SSE streams carry event ids and can be resumed with GET + Last-Event-ID."),
+    OptionSpec("event_store_max_bytes", "int", 1 * MiB, False, True,
+               "Bytes of stream events one session keeps for resumption (oldest dropped)."),
+    OptionSpec("event_store_max_age", "seconds", 300.0, False, True,
+               "Seconds a stream event is kept for resumption."),
+    OptionSpec("sse_retry_interval", "seconds", 1.0, False, True,
+               "The retry a resumable stream tells its client to wait before reconnecting."),
 )
 
 SPECS_BY_NAME: dict[str, OptionSpec] = {s.name: s for s in OPTION_SPECS}
@@ -233,6 +241,10 @@ class TransportOptions:
     server_to_client_request_timeout: float
     max_stream_queue: int
     stream_stall_timeout: float | None
+    resumable_streams: bool
+    event_store_max_bytes: int
+    event_store_max_age: float
+    sse_retry_interval: float
 
     def __init__(self, **values: Any) -> None:
         object.__setattr__(self, "_lock", threading.Lock())

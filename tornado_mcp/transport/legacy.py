@@ -18,6 +18,7 @@ from ..protocol import (
     BATCHING_VERSION,
     CANCELLED,
     DEFAULT_LEGACY_VERSION,
+    HEADER_LAST_EVENT_ID,
     HEADER_MISMATCH,
     HEADER_PROTOCOL_VERSION,
     HEADER_SESSION_ID,
@@ -35,6 +36,7 @@ from ..session import Session
 from . import headers
 from .jsonrpc import Kind, Reply, classify, error_body, safe_id, valid_id
 from .request import dispatch, run_request
+from .resume import resume
 
 if TYPE_CHECKING:
     from .handler import MCPHandler
@@ -208,6 +210,10 @@ async def get(h: MCPHandler) -> None:
     headers.require_accept(h.request.headers.get("Accept"), "text/event-stream")
     session = session_from_header(h)
     check_version(h)
+    last_event_id = h.request.headers.get(HEADER_LAST_EVENT_ID)
+    if last_event_id is not None and h.transport.resumption.enabled:
+        await resume(h, session, last_event_id)
+        return
     if session.get_channel is not None and not session.get_channel.closed:
         raise Reply(409, INVALID_REQUEST, "Conflict: Only one SSE stream is allowed per session")
     channel = h.open_channel(lambda: opts.sse_keepalive_interval)
