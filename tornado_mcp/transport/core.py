@@ -50,8 +50,9 @@ class Transport:
     ``options=``); ``event_store`` keeps the events of resumable streams (a bounded
     :class:`~tornado_mcp.eventstore.MemoryEventStore` unless given).  Mount it with
     :meth:`routes` or :meth:`mount`, stop it with :meth:`close`, and read what it holds
-    with :meth:`snapshot`.  Everything runs on the application's IOLoop; the notify methods of :class:`~tornado_mcp.Server` and
-    :class:`~tornado_mcp.Session` may be called from other threads.
+    with :meth:`snapshot`.  Everything runs on the application's IOLoop; the notify
+    methods of :class:`~tornado_mcp.Server` and :class:`~tornado_mcp.Session` may be
+    called from other threads.
     """
 
     def __init__(self, server: Server, options: TransportOptions | None = None, *,
