@@ -73,7 +73,7 @@ class _Ledger:
         #: (stream, seq, size, stored_at) of every event kept, oldest first.
         self.order: deque[tuple[str, int, int, float]] = deque()
         #: stream -> [sequence numbers kept oldest first, the first one ever stored,
-        #: the last one not kept (too big alone) or -1].
+        #: the last one not kept (too big alone) or -1, the last one stored].
         self.streams: dict[str, list[Any]] = {}
 
     def admit(self, stream: str, seq: int, size: int, now: float,
@@ -82,8 +82,9 @@ class _Ledger:
         kept (an event alone over the bound is not), and the events dropped for room."""
         entry = self.streams.get(stream)
         if entry is None:
-            entry = [deque(), seq, -1]
+            entry = [deque(), seq, -1, seq]
             self.streams[stream] = entry
+        entry[3] = seq
         if size > max_bytes:
             entry[2] = seq  # never kept: a replay from before it will be refused
             return False, []
@@ -118,17 +119,21 @@ class _Ledger:
         seqs: deque[int] = entry[0]
         first: int = entry[1]
         gap: int = entry[2]
-        if after < first - 1 or after < gap:
+        last: int = entry[3]
+        if not first - 1 <= after <= last or after < gap:
             return False  # an id it never gave out, or a message it could not keep
-        if not seqs:
-            return after == gap  # nothing after the unkept event: nothing is missing
-        return seqs[0] <= after + 1 <= seqs[-1] + 1
+        # Events are dropped oldest first: none is missing after ``after`` if the oldest
+        # kept one follows it directly, or nothing was given out after it.
+        return after == last or (bool(seqs) and seqs[0] <= after + 1)
 
 
 class LedgerStore:
-    """The bookkeeping every store shares: bounds, ledgers, refusals."""
+    """The bookkeeping every store shares: bounds, ledgers, refusals.
 
-    def __init__(self) -> None:
+    ``clock`` is where ages are read from (monotonic seconds)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
         self._ledgers: dict[str, _Ledger] = {}
         self._max_bytes: BytesBound = lambda: 1 << 20
         self._max_age: AgeBound = lambda: 300.0
@@ -147,7 +152,7 @@ class LedgerStore:
         ledger = self._ledgers.get(session_id)
         if ledger is None:
             ledger = self._ledgers[session_id] = _Ledger()
-        now = time.monotonic()
+        now = self._clock()
         self._dropped(session_id, ledger.expired(now, self._max_age()))
         kept, dropped = ledger.admit(stream, seq, size, now, self._max_bytes())
         if dropped or not kept:
@@ -162,14 +167,14 @@ class LedgerStore:
         ledger = self._ledgers.get(session_id)
         if ledger is None:
             return False
-        self._dropped(session_id, ledger.expired(time.monotonic(), self._max_age()))
+        self._dropped(session_id, ledger.expired(self._clock(), self._max_age()))
         return ledger.complete_after(stream, after)
 
     def forget(self, session_id: str) -> None:
         self._ledgers.pop(session_id, None)
 
     def prune(self) -> None:
-        now, max_age = time.monotonic(), self._max_age()
+        now, max_age = self._clock(), self._max_age()
         for session_id, ledger in list(self._ledgers.items()):
             self._dropped(session_id, ledger.expired(now, max_age))
             if not ledger.order:
@@ -179,8 +184,8 @@ class LedgerStore:
 class MemoryEventStore(LedgerStore):
     """The default :class:`EventStore`: frames kept in this process, bounded per session."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(clock)
         self._frames: dict[tuple[str, str, int], bytes] = {}
 
     def append(self, session_id: str, stream: str, seq: int, frame: bytes) -> None:

@@ -8,7 +8,8 @@ handler emits a notification, sends a request, or closes the stream) becomes a
   session, and the event's number in that stream, so a ``Last-Event-ID`` names exactly
   one stream and a position in it;
 * a 2025-11-25 session first gets a *priming* event (an id, empty ``data``) with the
-  ``retry`` its client must wait before reconnecting;
+  ``retry`` its client must wait before reconnecting (older clients get neither, and
+  their streams are never closed at will: they would take the close as the end);
 * every event is kept in the transport's :class:`~tornado_mcp.eventstore.EventStore`
   before it is written, so the connection can go at any time: the client disconnected,
   or the server closed it at will (:meth:`tornado_mcp.Context.close_sse_stream`) to make
@@ -55,11 +56,15 @@ def retry_ms(t: Transport) -> int:
 class ResumableStream:
     """One POST's SSE stream that survives its connection; see the module docstring."""
 
-    __slots__ = ("_backlog", "channel", "done", "key", "registry", "seq", "session_id")
+    __slots__ = ("_backlog", "channel", "done", "key", "polling", "registry", "seq",
+                 "session_id")
 
-    def __init__(self, registry: Resumption, session_id: str) -> None:
+    def __init__(self, registry: Resumption, session_id: str, polling: bool) -> None:
         self.registry = registry
         self.session_id = session_id
+        #: The client polls (2025-11-25): it takes a priming event, and reconnects after
+        #: the server closed the connection.
+        self.polling = polling
         self.key = secrets.token_urlsafe(9)
         self.seq = -1
         #: The connection the stream is written to now, if any.
@@ -74,10 +79,9 @@ class ResumableStream:
         self.registry.store.append(self.session_id, self.key, self.seq, framed)
         return self.seq, framed
 
-    def prime(self, retry: int | None) -> None:
-        """The first event: an id to resume from, and (2025-11-25) the retry to wait."""
-        seq, framed = self._event((b"retry: %d\n" % retry if retry is not None else b"")
-                                  + b"data: \n\n")
+    def prime(self, retry: int) -> None:
+        """The first event: an id to resume from, and the retry to wait."""
+        seq, framed = self._event(b"retry: %d\ndata: \n\n" % retry)
         self._write(seq, framed)
 
     def send(self, message: dict[str, Any]) -> bool:
@@ -107,8 +111,8 @@ class ResumableStream:
         """Close the connection without ending the stream: the client polls (reconnects
         with ``Last-Event-ID`` after ``retry`` ms)."""
         channel = self.channel
-        if channel is None or self.done:
-            return False
+        if channel is None or self.done or not self.polling:
+            return False  # a client before 2025-11-25 would take the close as the end
         channel.send(b"retry: %d\n\n" % retry)
         self.channel = None
         channel.close()
@@ -163,11 +167,11 @@ class Resumption:
 
     def open(self, session: Session, channel: SSEChannel) -> ResumableStream:
         """Make the SSE stream ``channel`` starts resumable, and prime it."""
-        rs = ResumableStream(self, session.id)
+        rs = ResumableStream(self, session.id, session.protocol_version >= POLLING_VERSION)
         rs.channel = channel
         self.live[(session.id, rs.key)] = rs
-        polling = session.protocol_version >= POLLING_VERSION
-        rs.prime(retry_ms(self.transport) if polling else None)
+        if rs.polling:  # older clients would choke on an event with empty data
+            rs.prime(retry_ms(self.transport))
         return rs
 
     def forget(self, session: Session) -> None:
