@@ -113,12 +113,12 @@ def text_of(result: types.CallToolResult) -> str:
 
 async def test_sdk_client_resumes_when_the_server_closes_the_stream() -> None:
     with anyio.fail_after(TEST_TIMEOUT):
-        async with serving(example_server()) as srv:
-            async with Client(srv.url, mode="legacy", read_timeout_seconds=WAIT) as client:
-                assert client.protocol_version == LEGACY
-                r = await client.call_tool("test_reconnection", {})
-                assert not r.is_error
-                assert text_of(r) == "Reconnection test completed successfully"
+        async with serving(example_server()) as srv, \
+                Client(srv.url, mode="legacy", read_timeout_seconds=WAIT) as client:
+            assert client.protocol_version == LEGACY
+            r = await client.call_tool("test_reconnection", {})
+            assert not r.is_error
+            assert text_of(r) == "Reconnection test completed successfully"
 
 
 async def test_sdk_client_loses_no_progress_when_the_server_polls() -> None:
@@ -129,11 +129,11 @@ async def test_sdk_client_loses_no_progress_when_the_server_polls() -> None:
         seen.append((p, message))
 
     with anyio.fail_after(TEST_TIMEOUT):
-        async with serving(server) as srv:
-            async with Client(srv.url, mode="legacy", read_timeout_seconds=WAIT) as client:
-                r = await client.call_tool("polling", {}, progress_callback=progress)
-                assert text_of(r) == "polled to the end"
-                assert seen == [(1, "one"), (2, "two"), (3, "three")]
+        async with serving(server) as srv, \
+                Client(srv.url, mode="legacy", read_timeout_seconds=WAIT) as client:
+            r = await client.call_tool("polling", {}, progress_callback=progress)
+            assert text_of(r) == "polled to the end"
+            assert seen == [(1, "one"), (2, "two"), (3, "three")]
 
 
 async def test_sdk_client_resumes_a_connection_the_network_broke() -> None:
