@@ -21,9 +21,12 @@ import base64
 import logging
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .context import Context
+
+if TYPE_CHECKING:
+    from .session import Session
 from .errors import MCPError, ResourceNotFound, ToolError, method_not_found
 from .mrtr import INPUT_KIND_CAPABILITY, InputRequired, RequestStateCodec
 from .pagination import paginate
@@ -59,6 +62,8 @@ from .schemas import (
 log = logging.getLogger("tornado_mcp.server")
 
 F = TypeVar("F", bound=Callable[..., Any])
+#: Hooks running in the background, held until they finish.
+_BACKGROUND: set[asyncio.Future[None]] = set()
 
 #: Methods whose 2026-07-28 results carry ``ttlMs`` and ``cacheScope``.
 CACHEABLE_METHODS = frozenset({"server/discover", "tools/list", "prompts/list", "resources/list",
@@ -153,6 +158,8 @@ class Server:
             caps["prompts"] = {"listChanged": True}
         if self._completion is not None:
             caps["completions"] = {}
+        if self._extensions:
+            caps["extensions"] = {k: dict(v) for k, v in self._extensions.items()}
         self._cache["capabilities"] = caps
         return caps
 
@@ -322,6 +329,44 @@ class Server:
         """Register the ``resources/unsubscribe`` handler: ``fn(uri[, ctx])``."""
         self._unsubscribe = HandlerSpec.of(fn)
         return fn
+
+    # -- extensions and the client's notifications ------------------------------------------
+    _extensions: dict[str, dict[str, Any]] | None = None
+    _roots_hook: Callable[[Session], Any] | None = None
+
+    def declare_extension(self, name: str, settings: dict[str, Any] | None = None) -> None:
+        """Advertise extension ``name`` (e.g. ``io.modelcontextprotocol/tasks``) in the
+        capabilities, as ``capabilities.extensions[name] = settings``."""
+        if self._extensions is None:
+            self._extensions = {}
+        self._extensions[name] = dict(settings or {})
+        self._changed("extensions")
+
+    def on_roots_list_changed(self, fn: F) -> F:
+        """Register ``fn(session)`` (plain or async), called when a legacy client sends
+        ``notifications/roots/list_changed``: its roots changed, and the next
+        ``ctx.list_roots()`` on that session sees the new ones."""
+        self._roots_hook = fn
+        return fn
+
+    def roots_list_changed(self, session: Session) -> None:
+        """Run the :meth:`on_roots_list_changed` hook for ``session`` (transports call
+        this; on the event loop).  What the hook raises is logged."""
+        hook = self._roots_hook
+        if hook is None:
+            return
+
+        async def run() -> None:
+            try:
+                result = hook(session)
+                if asyncio.iscoroutine(result):
+                    await result
+            except Exception:
+                log.exception("the roots/list_changed hook raised")
+
+        task = asyncio.ensure_future(run())
+        _BACKGROUND.add(task)
+        task.add_done_callback(_BACKGROUND.discard)
 
     def method(self, name: str) -> Callable[[F], F]:
         """Register a custom method; its function receives ``params`` (and ctx if asked)."""

@@ -28,6 +28,7 @@ from ..protocol import (
     LEGACY_VERSIONS,
     META_VERSION,
     MODERN_VERSIONS,
+    ROOTS_LIST_CHANGED,
     SERVER_DISCOVER,
     Refusal,
 )
@@ -90,6 +91,8 @@ async def post(h: MCPHandler, message: Any, header: str | None, body: bytes) -> 
     kind = classify(message)
     if kind is Kind.NOTIFICATION:
         _client_notification(method, params, session)
+        if method == ROOTS_LIST_CHANGED and session is not None:
+            h.transport.server.roots_list_changed(session)
         h.accepted()
     elif kind is Kind.RESPONSE:
         _client_response(message, session)
