@@ -4,7 +4,8 @@
 
 Serves every fixture of both protocol eras at ``/mcp`` (tools, resources, templates,
 prompts, completion, logging, sampling, elicitation, input-required results, header
-validation), plus this project's own ``touch_resource(uri)``, ``echo(text)`` and the
+validation, SSE polling: resumable streams are on unless ``--resumable-streams false``),
+plus this project's own ``touch_resource(uri)``, ``echo(text)`` and the
 resources ``test://r/{n}`` used by the benchmarks.  Every transport option is a flag.
 """
 
@@ -106,6 +107,13 @@ def build_server() -> Server:
             await asyncio.sleep(0.05)
         return str(ctx.progress_token)
 
+    @server.tool(description="Closes its SSE stream mid-call; the result is replayed to "
+                             "the client when it reconnects with Last-Event-ID")
+    async def test_reconnection(ctx: Context) -> str:
+        ctx.close_sse_stream()
+        await asyncio.sleep(0.1)  # the result is sent while the client is away
+        return "Reconnection test completed successfully"
+
     @server.tool(description="Returns an error result")
     def test_error_handling() -> str:
         raise ToolError("This tool intentionally returns an error for testing")
@@ -159,11 +167,6 @@ def build_server() -> Server:
         result = await ctx.elicit("Please select options from the enum fields", schema)
         return f"Elicitation completed: action={result.get('action')}, " \
                f"content={result.get('content')}"
-
-    @server.tool(description="Closes its stream mid-call (SEP-1699; resumability is not offered)")
-    async def test_reconnection() -> str:
-        await asyncio.sleep(0.1)
-        return "Reconnection test completed"
 
     server.add_tool(lambda **_: "ok", "json_schema_2020_12_tool",
                     description="Tool with JSON Schema 2020-12 features",
@@ -407,6 +410,7 @@ def build_server() -> Server:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     cli.add_option_flags(parser)
+    parser.set_defaults(opt_resumable_streams="true")  # the SSE polling fixtures need it
     args = parser.parse_args(argv)
     cli.serve(build_server(), args)
 

@@ -52,11 +52,12 @@ def modern_meta(capabilities: dict[str, Any] | None = None, **extra: Any) -> dic
 
 
 def parse_sse(body: bytes) -> list[dict[str, Any]]:
-    """The JSON messages in an SSE body (``data:`` lines; comments ignored)."""
+    """The JSON messages in an SSE body (``data:`` lines; comments and events with empty
+    data, such as a resumable stream's priming event, ignored)."""
     out = []
     for block in body.replace(b"\r\n", b"\n").split(b"\n\n"):
         data = [line[5:].strip() for line in block.split(b"\n") if line.startswith(b"data:")]
-        if data:
+        if any(data):
             out.append(json.loads(b"\n".join(data)))
     return out
 

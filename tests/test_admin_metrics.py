@@ -104,6 +104,15 @@ tornado_mcp_option_stream_stall_timeout 30.0
 # HELP tornado_mcp_option_cluster_outage_buffer Current value of the cluster_outage_buffer option; +Inf means no limit.
 # TYPE tornado_mcp_option_cluster_outage_buffer gauge
 tornado_mcp_option_cluster_outage_buffer 10000.0
+# HELP tornado_mcp_option_event_store_max_bytes Current value of the event_store_max_bytes option; +Inf means no limit.
+# TYPE tornado_mcp_option_event_store_max_bytes gauge
+tornado_mcp_option_event_store_max_bytes 1048576
+# HELP tornado_mcp_option_event_store_max_age Current value of the event_store_max_age option (seconds); +Inf means no limit.
+# TYPE tornado_mcp_option_event_store_max_age gauge
+tornado_mcp_option_event_store_max_age 300.0
+# HELP tornado_mcp_option_sse_retry_interval Current value of the sse_retry_interval option (seconds); +Inf means no limit.
+# TYPE tornado_mcp_option_sse_retry_interval gauge
+tornado_mcp_option_sse_retry_interval 1.0
 # HELP tornado_mcp_requests_total JSON-RPC messages handled since the transport started.
 # TYPE tornado_mcp_requests_total counter
 tornado_mcp_requests_total 212

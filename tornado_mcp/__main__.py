@@ -1,4 +1,5 @@
-"""``python -m tornado_mcp demo``: serve the demo MCP server (and its dashboard)."""
+"""``python -m tornado_mcp demo``: serve the demo MCP server (and its dashboard);
+``python -m tornado_mcp stdio module:attribute``: serve a ``Server`` over stdio."""
 
 from __future__ import annotations
 
@@ -13,10 +14,25 @@ def main(argv: list[str] | None = None) -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="serve the demo MCP server at /mcp, dashboard at /admin")
     cli.add_option_flags(demo)
+    stdio = sub.add_parser("stdio", help="serve a Server over stdin/stdout (the MCP stdio "
+                                         "transport); logs go to stderr")
+    stdio.add_argument("target", help="module:attribute (or path/to/file.py:attribute) "
+                                      "naming a Server, or a function returning one")
+    stdio.add_argument("--max-line-bytes", type=int, default=None,
+                       help="longest message line accepted (default 4 MiB)")
+    stdio.add_argument("--log-level", default="warning")
     args = parser.parse_args(argv)
     if args.command == "demo":
         from .demo import build_demo_server
         cli.serve(build_demo_server(), args)
+    elif args.command == "stdio":
+        from .stdio import MAX_LINE_BYTES, load_server, run
+        try:
+            server = load_server(args.target)
+        except (ImportError, AttributeError, TypeError, ValueError, OSError) as exc:
+            parser.error(f"stdio: {exc}")
+        run(server, log_level=args.log_level,
+            max_line_bytes=args.max_line_bytes or MAX_LINE_BYTES)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ from .mrtr import (
     NeedsInput,
     check_elicitation_schema,
 )
-from .protocol import INTERNAL_ERROR
+from .protocol import ELICITATION_COMPLETE, INTERNAL_ERROR
 from .schemas import LOG_LEVELS
 
 if TYPE_CHECKING:
@@ -74,6 +74,9 @@ class RequestChannel(Protocol):
     @property
     def requests_unavailable(self) -> str | None:
         """Why :meth:`send_request` cannot work on this channel, or ``None``."""
+
+    def close_stream(self) -> bool:
+        """Close the request's connection without ending its stream (SSE polling)."""
 
 
 class Context:
@@ -243,6 +246,28 @@ class Context:
             self._channel.notify_resources_updated(uri)
         else:
             self.server.notify_resources_updated(uri)
+
+    def close_sse_stream(self) -> bool:
+        """Close this request's connection now, without ending its stream (SSE polling).
+
+        Only on a resumable legacy stream (the ``resumable_streams`` option): the client
+        waits the stream's ``retry`` and reconnects with ``GET`` + ``Last-Event-ID``; what
+        the handler sends meanwhile, its result included, is replayed to it then.  Use it
+        to avoid holding a connection through a long call.  False (and nothing happens)
+        where the stream cannot be resumed.
+        """
+        return self._channel is not None and self._channel.close_stream()
+
+    def elicitation_complete(self, elicitation_id: str) -> bool:
+        """Send ``notifications/elicitation/complete`` for a URL-mode elicitation whose
+        out-of-band interaction finished: on this request's stream while it is open,
+        else on the session's GET stream.  False when neither can carry it."""
+        params = {"elicitationId": elicitation_id}
+        message = {"jsonrpc": "2.0", "method": ELICITATION_COMPLETE, "params": params}
+        if self._channel is not None and self._channel.emit(message):
+            return True
+        return self.session is not None and \
+            self.session.send_notification(ELICITATION_COMPLETE, params)
 
     # -- asking the client: sampling, elicitation, roots (both eras) --------------------------
     def input_unavailable(self) -> str | None:

@@ -27,7 +27,7 @@ class SessionInfo:
     created_at: float  # wall-clock seconds since the epoch
     last_active_at: float  # wall-clock seconds since the epoch
     in_flight: int  # requests being handled right now
-    retained_bytes: int  # UTF-8 bytes of the initialize params the session keeps
+    retained_bytes: int  # bytes of initialize params and resumable-stream events it keeps
     retained_values: int  # JSON values (objects, arrays, keys, scalars) it keeps
     has_get_stream: bool
 

@@ -195,6 +195,14 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
                "Seconds a process stays listed in its cluster after its last heartbeat."),
     OptionSpec("cluster_wide_limits", "bool", False, False, False,
                "Count max_sessions and max_listen_subscriptions over the whole cluster."),
+    OptionSpec("resumable_streams", "bool", False, False, False,
+               "Legacy SSE streams carry event ids and can be resumed with GET + Last-Event-ID."),
+    OptionSpec("event_store_max_bytes", "int", 1 * MiB, False, True,
+               "Bytes of stream events one session keeps for resumption (oldest dropped)."),
+    OptionSpec("event_store_max_age", "seconds", 300.0, False, True,
+               "Seconds a stream event is kept for resumption."),
+    OptionSpec("sse_retry_interval", "seconds", 1.0, False, True,
+               "The retry a resumable stream tells its client to wait before reconnecting."),
 )
 
 SPECS_BY_NAME: dict[str, OptionSpec] = {s.name: s for s in OPTION_SPECS}
@@ -245,6 +253,10 @@ class TransportOptions:
     cluster_stream_length: int
     cluster_heartbeat_ttl: float
     cluster_wide_limits: bool
+    resumable_streams: bool
+    event_store_max_bytes: int
+    event_store_max_age: float
+    sse_retry_interval: float
 
     def __init__(self, **values: Any) -> None:
         object.__setattr__(self, "_lock", threading.Lock())

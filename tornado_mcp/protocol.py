@@ -34,6 +34,8 @@ HEADER_SESSION_ID = "Mcp-Session-Id"
 HEADER_METHOD = "Mcp-Method"
 HEADER_NAME = "Mcp-Name"
 HEADER_PARAM_PREFIX = "Mcp-Param-"
+#: A legacy client resuming an SSE stream names the last event it received.
+HEADER_LAST_EVENT_ID = "Last-Event-ID"
 
 # -- methods ---------------------------------------------------------------------------------
 INITIALIZE = "initialize"
@@ -48,6 +50,13 @@ RESOURCES_UPDATED = "notifications/resources/updated"
 TOOLS_LIST_CHANGED = "notifications/tools/list_changed"
 PROMPTS_LIST_CHANGED = "notifications/prompts/list_changed"
 RESOURCES_LIST_CHANGED = "notifications/resources/list_changed"
+ROOTS_LIST_CHANGED = "notifications/roots/list_changed"
+ELICITATION_COMPLETE = "notifications/elicitation/complete"
+
+#: The first legacy version whose clients take a priming event (an ``id`` with empty
+#: ``data``) and a ``retry`` field on a POST's SSE stream, and poll a stream the server
+#: closed (SSE polling, 2025-11-25).
+POLLING_VERSION = "2025-11-25"
 
 #: The methods whose target is named by a parameter, which the 2026-07-28 ``Mcp-Name``
 #: header must repeat: method -> parameter.
@@ -98,3 +107,4 @@ class Refusal(enum.StrEnum):
     MAX_STREAM_QUEUE = "max_stream_queue"
     STREAM_STALL_TIMEOUT = "stream_stall_timeout"
     CLUSTER_OUTAGE_BUFFER = "cluster_outage_buffer"
+    EVENT_STORE_MAX_BYTES = "event_store_max_bytes"

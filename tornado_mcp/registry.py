@@ -14,9 +14,11 @@ Every change drops the cached lists and capabilities, so the next ``tools/list``
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import logging
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .methods import BUILTIN
 from .primitives import (
@@ -30,6 +32,12 @@ from .primitives import (
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
+#: Hooks running in the background, held until they finish.
+_BACKGROUND: set[asyncio.Future[None]] = set()
+log = logging.getLogger("tornado_mcp.server")
+
+if TYPE_CHECKING:
+    from .session import Session
 
 
 class Registry:
@@ -204,6 +212,44 @@ class Registry:
         """Register the ``resources/unsubscribe`` handler: ``fn(uri[, ctx])``."""
         self._unsubscribe = HandlerSpec.of(fn)
         return fn
+
+    # -- extensions and the client's notifications ------------------------------------------
+    _extensions: dict[str, dict[str, Any]] | None = None
+    _roots_hook: Callable[[Session], Any] | None = None
+
+    def declare_extension(self, name: str, settings: dict[str, Any] | None = None) -> None:
+        """Advertise extension ``name`` (e.g. ``io.modelcontextprotocol/tasks``) in the
+        capabilities, as ``capabilities.extensions[name] = settings``."""
+        if self._extensions is None:
+            self._extensions = {}
+        self._extensions[name] = dict(settings or {})
+        self._changed("extensions")
+
+    def on_roots_list_changed(self, fn: F) -> F:
+        """Register ``fn(session)`` (plain or async), called when a legacy client sends
+        ``notifications/roots/list_changed``: its roots changed, and the next
+        ``ctx.list_roots()`` on that session sees the new ones."""
+        self._roots_hook = fn
+        return fn
+
+    def roots_list_changed(self, session: Session) -> None:
+        """Run the :meth:`on_roots_list_changed` hook for ``session`` (transports call
+        this; on the event loop).  What the hook raises is logged."""
+        hook = self._roots_hook
+        if hook is None:
+            return
+
+        async def run() -> None:
+            try:
+                result = hook(session)
+                if asyncio.iscoroutine(result):
+                    await result
+            except Exception:
+                log.exception("the roots/list_changed hook raised")
+
+        task = asyncio.ensure_future(run())
+        _BACKGROUND.add(task)
+        task.add_done_callback(_BACKGROUND.discard)
 
     def method(self, name: str) -> Callable[[F], F]:
         """Register a custom method; its function receives ``params`` (and ctx if asked)."""

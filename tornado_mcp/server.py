@@ -127,6 +127,8 @@ class Server(Registry):
             caps["prompts"] = {"listChanged": True}
         if self._completion is not None:
             caps["completions"] = {}
+        if self._extensions:
+            caps["extensions"] = {k: dict(v) for k, v in self._extensions.items()}
         self._cache["capabilities"] = caps
         return caps
 

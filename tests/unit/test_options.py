@@ -254,7 +254,8 @@ def test_every_bound_is_nullable_exactly_as_documented() -> None:
         "session_idle_timeout", "sse_keepalive_interval", "stream_stall_timeout"]
     assert NOT_NULLABLE_BOUNDS == [
         "cluster_heartbeat_ttl", "cluster_outage_buffer", "cluster_stream_length",
-        "max_request_bytes", "max_stream_queue", "server_to_client_request_timeout"]
+        "event_store_max_age", "event_store_max_bytes", "max_request_bytes",
+        "max_stream_queue", "server_to_client_request_timeout", "sse_retry_interval"]
 
 
 @pytest.mark.parametrize("name", INT_BOUNDS)

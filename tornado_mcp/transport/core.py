@@ -21,6 +21,7 @@ from tornado.iostream import IOStream
 
 from .. import jsonio
 from ..errors import MCPError
+from ..eventstore import EventStore, MemoryEventStore
 from ..hub import LIST_CHANGED, LISTEN_METHODS, NotificationHub, change_key
 from ..introspection import ClusterSnapshot, ProcessInfo, Snapshot
 from ..options import TransportOptions
@@ -30,6 +31,7 @@ from ..session import Session, SessionStore
 from ..sse import SSEChannel, frame
 from .handler import MCPHandler
 from .linger import linger_close
+from .resume import Resumption
 from .security import RebindingGuard
 from .snapshot import take_snapshot
 
@@ -58,14 +60,16 @@ class Transport:
         app = tornado.web.Application([*transport.routes("/mcp"), ...])
 
     Keyword arguments are :class:`~tornado_mcp.options.TransportOptions` (or pass
-    ``options=``).  Mount it with :meth:`routes` or :meth:`mount`, stop it with
-    :meth:`close`, and read what it holds with :meth:`snapshot`.  Everything runs on the
-    application's IOLoop; the notify methods of :class:`~tornado_mcp.Server` and
-    :class:`~tornado_mcp.Session` may be called from other threads.
+    ``options=``); ``event_store`` keeps the events of resumable streams (a bounded
+    :class:`~tornado_mcp.eventstore.MemoryEventStore` unless given).  Mount it with
+    :meth:`routes` or :meth:`mount`, stop it with :meth:`close`, and read what it holds
+    with :meth:`snapshot`.  Everything runs on the application's IOLoop; the notify
+    methods of :class:`~tornado_mcp.Server` and :class:`~tornado_mcp.Session` may be
+    called from other threads.
     """
 
-    def __init__(self, server: Server, options: TransportOptions | None = None,
-                 **option_values: Any) -> None:
+    def __init__(self, server: Server, options: TransportOptions | None = None, *,
+                 event_store: EventStore | None = None, **option_values: Any) -> None:
         if options is not None and option_values:
             raise TypeError("pass either options= or option keywords, not both")
         self.server = server
@@ -92,6 +96,8 @@ class Transport:
         self._lingering: set[asyncio.Future[None]] = set()
         #: The cluster this transport belongs to (set by :meth:`Cluster.start`), or None.
         self.cluster: ClusterMember | None = None
+        #: Resumable legacy streams and the event store behind them (``resumable_streams``).
+        self.resumption = Resumption(self, event_store or MemoryEventStore())
         server.add_sink(self)
 
     # -- mounting ---------------------------------------------------------------------------
@@ -172,6 +178,7 @@ class Transport:
     def _reap(self) -> None:
         if self.options.session_idle_timeout is not None:
             self.sessions.reap()
+        self.resumption.store.prune()
 
     def _on_loop(self, fn: Callable[[], Any]) -> bool:
         """Run ``fn`` on the IOLoop: now if we are on it, else soon. False if never started."""
@@ -218,6 +225,7 @@ class Transport:
 
     def _session_removed(self, session: Session) -> None:
         session.notifier = None
+        self.resumption.forget(session)
         if session.get_channel is not None:
             session.get_channel.close()
             session.get_channel = None

@@ -134,6 +134,7 @@ class MCPHandler(tornado.web.RequestHandler):
         """Every error is a JSON-RPC error body; never a traceback."""
         self.set_header("Content-Type", "application/json")
         if status_code == 405:
+            self.set_header("Allow", self.allowed_methods)
             body = error_body(None, INVALID_REQUEST, "Method not allowed")
         elif status_code >= 500:
             body = error_body(None, INTERNAL_ERROR, "Internal server error")
@@ -237,6 +238,13 @@ class MCPHandler(tornado.web.RequestHandler):
         """The response is complete; nothing more may be written."""
         return self._finished
 
+    @property
+    def allowed_methods(self) -> str:
+        """The ``Allow`` of a 405: GET (the session stream) and DELETE (ending a session)
+        exist only where legacy sessions do."""
+        t = self.transport
+        return "GET, POST, DELETE" if t.serves_legacy and not t.options.stateless else "POST"
+
     def single_header(self, name: str) -> str | None:
         return headers.single(self.request.headers, name)
 
@@ -271,6 +279,8 @@ class MCPHandler(tornado.web.RequestHandler):
         self.clear()
         self.set_status(reply.status)
         self.set_header("Content-Type", "application/json")
+        if reply.status == 405:  # RFC 9110: a 405 names the methods the endpoint has
+            self.set_header("Allow", self.allowed_methods)
         self.write(reply.body())
 
     def send_json(self, status: int, message: Any,

@@ -18,6 +18,7 @@ from ..protocol import (
     BATCHING_VERSION,
     CANCELLED,
     DEFAULT_LEGACY_VERSION,
+    HEADER_LAST_EVENT_ID,
     HEADER_MISMATCH,
     HEADER_PROTOCOL_VERSION,
     HEADER_SESSION_ID,
@@ -27,6 +28,7 @@ from ..protocol import (
     LEGACY_VERSIONS,
     META_VERSION,
     MODERN_VERSIONS,
+    ROOTS_LIST_CHANGED,
     SERVER_DISCOVER,
     Refusal,
 )
@@ -36,6 +38,7 @@ from . import headers
 from .forward import forward
 from .jsonrpc import Kind, Reply, classify, error_body, safe_id, valid_id
 from .request import dispatch, run_request
+from .resume import resume
 
 if TYPE_CHECKING:
     from .handler import MCPHandler
@@ -89,6 +92,8 @@ async def post(h: MCPHandler, message: Any, header: str | None, body: bytes) -> 
     kind = classify(message)
     if kind is Kind.NOTIFICATION:
         _client_notification(method, params, session)
+        if method == ROOTS_LIST_CHANGED and session is not None:
+            h.transport.server.roots_list_changed(session)
         h.accepted()
     elif kind is Kind.RESPONSE:
         _client_response(message, session)
@@ -214,6 +219,10 @@ async def get(h: MCPHandler) -> None:
     headers.require_accept(h.request.headers.get("Accept"), "text/event-stream")
     session = await session_from_header(h)
     check_version(h)
+    last_event_id = h.request.headers.get(HEADER_LAST_EVENT_ID)
+    if last_event_id is not None and h.transport.resumption.enabled:
+        await resume(h, session, last_event_id)
+        return
     if session.get_channel is not None and not session.get_channel.closed:
         raise Reply(409, INVALID_REQUEST, "Conflict: Only one SSE stream is allowed per session")
     channel = h.open_channel(lambda: opts.sse_keepalive_interval)

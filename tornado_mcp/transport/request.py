@@ -28,6 +28,7 @@ from ..protocol import (
 from ..session import Session
 from ..sse import frame
 from .jsonrpc import error_body, safe_id, valid_id
+from .resume import ResumableStream, retry_ms
 
 if TYPE_CHECKING:
     from .handler import MCPHandler
@@ -43,19 +44,60 @@ class RequestStream:
     the session's GET stream once the response is complete.
     """
 
-    __slots__ = ("ctx", "handler", "json_only", "notifications")
+    __slots__ = ("ctx", "handler", "json_only", "notifications", "resumable")
 
     def __init__(self, handler: MCPHandler) -> None:
         self.handler = handler
         self.ctx: Context | None = None
         self.json_only = False
         self.notifications = 0
+        #: This request's stream, once it opened as a resumable one.
+        self.resumable: ResumableStream | None = None
 
     def cancel(self) -> None:
         if self.ctx is not None:
             self.ctx.cancel()
 
+    def disconnected(self) -> None:
+        """The legacy client's connection closed before the response was complete.
+
+        On a resumable stream this is not a cancellation (the spec's rule): the handler
+        runs on and what it sends waits in the event store for the client to resume.
+        Otherwise nothing the handler does can reach the client any more, so its
+        handler is cancelled and the stream freed at once.
+        """
+        if self.resumable is not None:
+            self.resumable.detach(self.handler.channel)
+            self.handler.drop_channel()
+            return
+        self.handler.drop_channel()
+        self.cancel()
+
+    def _resumable(self) -> ResumableStream | None:
+        """This request's resumable stream, opening (and priming) it when the transport
+        and the session allow one."""
+        if self.resumable is not None:
+            return self.resumable
+        h = self.handler
+        ctx = self.ctx
+        resumption = h.transport.resumption
+        if self.json_only or h.done or h.channel is not None or ctx is None \
+                or ctx.session is None or ctx.modern or not resumption.enabled:
+            return None
+        opts = h.transport.options
+        channel = h.open_channel(lambda: opts.sse_keepalive_interval)
+        self.resumable = resumption.open(ctx.session, channel)
+        return self.resumable
+
+    def close_stream(self) -> bool:
+        """Close the connection of a resumable stream (the client polls to resume)."""
+        rs = self._resumable()
+        return rs is not None and rs.close_connection(retry_ms(self.handler.transport))
+
     def emit(self, message: dict[str, Any]) -> bool:
+        rs = self._resumable()
+        if rs is not None:
+            return rs.send(message)
         h = self.handler
         if self.json_only or h.done:
             return False
@@ -96,7 +138,7 @@ class RequestStream:
             message["params"] = params
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         session.pending[request_id] = fut
-        sent = self.emit(message) if not self.handler.done else False
+        sent = self.emit(message)
         if not sent and session.get_channel is not None:
             sent = session.get_channel.send(frame(message))
         if not sent:
@@ -146,10 +188,16 @@ async def run_request(h: MCPHandler, message: dict[str, Any], session: Session |
     stream = h.request_stream()
     stream.json_only = json_only
     if h.on_disconnect is None:
-        # Legacy era: a disconnect is not a cancellation (clients send
-        # notifications/cancelled), but the stream and its queue are freed at once.
-        h.on_disconnect = h.drop_channel
+        # Legacy era: see RequestStream.disconnected.
+        h.on_disconnect = stream.disconnected
     response = await dispatch(stream, message, session, envelope)
+    rs = stream.resumable
+    if rs is not None:
+        own = h.channel if rs.channel is h.channel else None
+        rs.finish(response)  # on this connection, a resumed one, or only in the store
+        if own is not None:
+            await own.done
+        return
     if h.done:
         return
     modern = envelope is not None

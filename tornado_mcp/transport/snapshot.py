@@ -16,8 +16,10 @@ def take_snapshot(t: Transport, sessions: bool, streams: bool, stream_uris: bool
     now_wall, now_mono = time.time(), time.monotonic()
     session_rows = []
     s_bytes = s_values = in_flight = get_streams = 0
+    store = t.resumption.store
     for s in t.sessions:
-        s_bytes += s.retained_bytes
+        retained = s.retained_bytes + store.retained_bytes(s.id)  # events kept to resume
+        s_bytes += retained
         s_values += s.retained_values
         in_flight += len(s.in_flight)
         has_get = s.get_channel is not None and not s.get_channel.closed
@@ -27,7 +29,7 @@ def take_snapshot(t: Transport, sessions: bool, streams: bool, stream_uris: bool
                 id=s.id, client_name=s.client_name, client_version=s.client_version,
                 protocol_version=s.protocol_version, created_at=s.created_at,
                 last_active_at=now_wall - (now_mono - s.last_active),
-                in_flight=len(s.in_flight), retained_bytes=s.retained_bytes,
+                in_flight=len(s.in_flight), retained_bytes=retained,
                 retained_values=s.retained_values, has_get_stream=has_get))
     stream_rows = []
     u_count = u_bytes = 0
