@@ -79,7 +79,55 @@ class RequestChannel(Protocol):
         """Close the request's connection without ending its stream (SSE polling)."""
 
 
-class Context:
+class _Logging:
+    """``notifications/message`` for a request: honours the client's level (legacy
+    ``logging/setLevel``, or the 2026-07-28 ``_meta`` log level)."""
+
+    __slots__ = ()
+    modern: bool
+    envelope: dict[str, Any] | None
+    session: Session | None
+    _channel: RequestChannel | None
+
+    def log_enabled(self, level: str) -> bool:
+        if self.modern:
+            assert self.envelope is not None
+            wanted = self.envelope.get("log_level")
+            if wanted is None:
+                return False  # 2026-07-28: no logLevel in _meta, no notifications/message
+        else:
+            wanted = self.session.log_level if self.session else None
+            if wanted is None:
+                return True
+        return _LEVEL_RANK.get(level, 0) >= _LEVEL_RANK.get(wanted, 0)
+
+    def log(self, level: str, data: Any, logger: str | None = None) -> bool:
+        """Send ``notifications/message`` at ``level`` if the client asked for that level."""
+        if level not in _LEVEL_RANK:
+            raise ValueError(f"unknown log level {level!r}")
+        if self._channel is None or not self.log_enabled(level):
+            return False
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        return self._channel.emit({"jsonrpc": "2.0", "method": "notifications/message",
+                                   "params": params})
+
+    def debug(self, data: Any, logger: str | None = None) -> bool:
+        return self.log("debug", data, logger)
+
+    def info(self, data: Any, logger: str | None = None) -> bool:
+        return self.log("info", data, logger)
+
+    def warning(self, data: Any, logger: str | None = None) -> bool:
+        return self.log("warning", data, logger)
+
+    def error(self, data: Any, logger: str | None = None) -> bool:
+        return self.log("error", data, logger)
+
+
+
+class Context(_Logging):
     """Request-scoped helpers and facts; see the module docstring."""
 
     __slots__ = (
@@ -202,42 +250,6 @@ class Context:
             params["message"] = message
         return self._channel.emit({"jsonrpc": "2.0", "method": "notifications/progress",
                                    "params": params})
-
-    def log_enabled(self, level: str) -> bool:
-        if self.modern:
-            assert self.envelope is not None
-            wanted = self.envelope.get("log_level")
-            if wanted is None:
-                return False  # 2026-07-28: no logLevel in _meta, no notifications/message
-        else:
-            wanted = self.session.log_level if self.session else None
-            if wanted is None:
-                return True
-        return _LEVEL_RANK.get(level, 0) >= _LEVEL_RANK.get(wanted, 0)
-
-    def log(self, level: str, data: Any, logger: str | None = None) -> bool:
-        """Send ``notifications/message`` at ``level`` if the client asked for that level."""
-        if level not in _LEVEL_RANK:
-            raise ValueError(f"unknown log level {level!r}")
-        if self._channel is None or not self.log_enabled(level):
-            return False
-        params: dict[str, Any] = {"level": level, "data": data}
-        if logger is not None:
-            params["logger"] = logger
-        return self._channel.emit({"jsonrpc": "2.0", "method": "notifications/message",
-                                   "params": params})
-
-    def debug(self, data: Any, logger: str | None = None) -> bool:
-        return self.log("debug", data, logger)
-
-    def info(self, data: Any, logger: str | None = None) -> bool:
-        return self.log("info", data, logger)
-
-    def warning(self, data: Any, logger: str | None = None) -> bool:
-        return self.log("warning", data, logger)
-
-    def error(self, data: Any, logger: str | None = None) -> bool:
-        return self.log("error", data, logger)
 
     def notify_resources_updated(self, uri: str) -> None:
         """Tell every subscriber of ``uri`` it changed: this request's session (on its GET
