@@ -1,11 +1,14 @@
 """An existing Tornado application that mounts MCP at /mcp in a few lines.
 
-    python examples/embed_in_app.py --port 8888
+    python examples/embed_in_app.py --port 8888 [--header-timeout 30] [--body-timeout 60]
 
 The app keeps its own routes (``/`` and ``/api/greeting``); the MCP endpoint shares its
 IOLoop, its server and its port.  Once listening it prints
 ``MCP endpoint: http://127.0.0.1:PORT/mcp``; ``--port 0`` binds an ephemeral port and that
 line reports it.
+The app owns its ``HTTPServer``, so the HTTP server's own bounds are set here, where
+it is started (see docs/limits.md): Tornado's defaults keep a connection an hour for its
+headers and forever for its body.
 """
 
 from __future__ import annotations
@@ -46,14 +49,17 @@ def greet(name: str, lang: str = "en") -> str:
     return f"{GREETINGS.get(lang, GREETINGS['en'])}, {name}!"
 
 
-async def main(port: int) -> None:
+async def main(port: int, header_timeout: float = 30.0, body_timeout: float = 60.0) -> None:
     transport = Transport(mcp, max_sessions=1000)
     app = tornado.web.Application([
         (r"/", HomeHandler),
         (r"/api/greeting", GreetingHandler),
         *transport.routes("/mcp"),  # <- the one line that mounts MCP
     ])
-    server = app.listen(port, address="127.0.0.1")
+    server = app.listen(port, address="127.0.0.1",
+                        idle_connection_timeout=header_timeout,  # headers, and idle keep-alive
+                        body_timeout=body_timeout,
+                        backlog=4096)  # a burst of connections waits instead of being refused
     if port == 0:  # an ephemeral port: report the one the kernel chose
         port = next(iter(server._sockets.values())).getsockname()[1]
     print(f"app: http://127.0.0.1:{port}/", flush=True)
@@ -69,4 +75,11 @@ async def main(port: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=8888)
-    asyncio.run(main(parser.parse_args().port))
+    parser.add_argument("--header-timeout", type=float, default=30.0, metavar="SECONDS",
+                        help="close a connection whose request headers take longer, or that "
+                             "stays idle between requests longer (default: 30)")
+    parser.add_argument("--body-timeout", type=float, default=60.0, metavar="SECONDS",
+                        help="close a connection whose request body takes longer "
+                             "(default: 60)")
+    args = parser.parse_args()
+    asyncio.run(main(args.port, args.header_timeout, args.body_timeout))

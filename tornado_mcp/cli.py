@@ -26,6 +26,17 @@ from .transport import Transport
 
 log = logging.getLogger("tornado_mcp.cli")
 
+#: The HTTP server's own bounds on the servers started here (see docs/limits.md).  A
+#: client gets ``HEADER_TIMEOUT`` seconds for a whole header block (which is also how
+#: long an idle keep-alive connection is kept) and ``BODY_TIMEOUT`` for a body; Tornado's
+#: defaults are an hour and no limit, so a client trickling bytes would hold a
+#: connection (and a file descriptor) for that long.
+HEADER_TIMEOUT = 30.0
+BODY_TIMEOUT = 60.0
+#: Connections the kernel queues before the server accepts them (Tornado's default is
+#: 128; Linux caps the value at ``net.core.somaxconn``, 4096 on current kernels).
+BACKLOG = 4096
+
 
 def add_option_flags(parser: argparse.ArgumentParser) -> None:
     """Add ``--host``, ``--port``, ``--path``, ``--admin-token``, and one flag per option."""
@@ -36,6 +47,17 @@ def add_option_flags(parser: argparse.ArgumentParser) -> None:
                         help="dashboard token (never printed; a random one is generated "
                              "and printed when omitted)")
     parser.add_argument("--no-admin", action="store_true", help="do not mount the dashboard")
+    parser.add_argument("--header-timeout", type=_seconds, default=HEADER_TIMEOUT,
+                        metavar="SECONDS",
+                        help="close a connection whose request headers take longer, or that "
+                             f"stays idle between requests longer (default: {HEADER_TIMEOUT:g})")
+    parser.add_argument("--body-timeout", type=_seconds, default=BODY_TIMEOUT,
+                        metavar="SECONDS",
+                        help="close a connection whose request body takes longer "
+                             f"(default: {BODY_TIMEOUT:g})")
+    parser.add_argument("--backlog", type=int, default=BACKLOG,
+                        help="listen backlog: connections the kernel queues before they are "
+                             f"accepted (default: {BACKLOG}, capped by the kernel)")
     parser.add_argument("--log-level", default="info")
     parser.add_argument("--uvloop", action="store_true",
                         help="run on uvloop (pip install 'tornado-mcp[speed]')")
@@ -50,6 +72,20 @@ def add_option_flags(parser: argparse.ArgumentParser) -> None:
                                                 if isinstance(default, tuple) else default)
         group.add_argument(spec.flag, dest=f"opt_{spec.name}", default=None, metavar="VALUE",
                            help=f"{spec.help} (default: {shown})")
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be a positive number of seconds")
+    return value
+
+
+def http_server_bounds(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``HTTPServer`` keyword arguments for ``--header-timeout`` and
+    ``--body-timeout`` (``idle_connection_timeout`` bounds the header block too)."""
+    return {"idle_connection_timeout": args.header_timeout,
+            "body_timeout": args.body_timeout}
 
 
 def options_from_args(args: argparse.Namespace) -> TransportOptions:
@@ -98,7 +134,8 @@ async def _serve(server: Server, options: TransportOptions, args: argparse.Names
             admin_line = (f"dashboard: http://{_display(args.host)}:{{port}}/admin/"
                           f"  (token: {shown})")
     app = tornado.web.Application(routes)
-    http = app.listen(args.port, address=args.host, xheaders=False)
+    http = app.listen(args.port, address=args.host, xheaders=False,
+                      backlog=args.backlog, **http_server_bounds(args))
     port = args.port
     if port == 0:
         port = next(iter(http._sockets.values())).getsockname()[1]

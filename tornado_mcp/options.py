@@ -186,7 +186,8 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("max_stream_queue", "int", 1000, False, True,
                "Frames one SSE stream may have queued; a consumer past it is disconnected."),
     OptionSpec("stream_stall_timeout", "seconds", 30.0, True, True,
-               "Seconds a stream's pending write may make no progress before it is dropped."),
+               "Seconds a stream's client may take nothing while data waits for it (in our "
+               "queue or the kernel's) before it is dropped."),
     OptionSpec("cluster_outage_buffer", "int", 10_000, False, True,
                "Notifications kept for Redis while it is unreachable; newer ones are dropped."),
     OptionSpec("cluster_stream_length", "int", 10_000, False, False,

@@ -5,10 +5,17 @@ never holds a lock: when nothing is being flushed the frame is written at once; 
 flush is under way frames wait in a queue of at most ``max_queue`` entries, and a consumer
 that stops reading long enough to fill it is disconnected, so it cannot slow anyone else or
 make the server hold more.  Idle channels get a keepalive comment every
-``keepalive()`` seconds, and a channel whose pending write has not completed for
-``stall()`` seconds is disconnected too, so a peer that stopped reading frees its slot
-even when all it is sent are coalesced duplicates (both read each time, so a live change
-applies at once).
+``keepalive()`` seconds, and a peer that has taken nothing for ``stall()`` seconds while
+data waits for it is disconnected too, so it frees its slot even when all it is sent are
+coalesced duplicates (both read each time, so a live change applies at once).
+
+"Data waits" covers both places bytes can wait: a write of ours still pending, and bytes
+already handed to the kernel that the peer has not acknowledged.  The second matters
+because a kernel send buffer holds up to megabytes: a peer that stops reading a quiet
+stream never leaves a write of ours pending.  On Linux the channel reads the socket's
+unacknowledged byte count (``SIOCOUTQ``) on its timer, and counts the peer as progressing
+only while that backlog shrinks or empties; it drops a stalled peer between one and two
+``stall()`` periods after it stopped reading.  Elsewhere only pending writes count.
 
 All methods must be called on the IOLoop's thread.
 """
@@ -17,6 +24,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
+import struct
+import sys
 import time
 from collections import deque
 from collections.abc import Callable
@@ -27,6 +37,24 @@ from tornado.iostream import StreamClosedError
 
 from . import jsonio
 from .protocol import Refusal
+
+if sys.platform.startswith("linux"):
+    import fcntl
+    import termios
+
+    def unacknowledged_bytes(sock: socket.socket) -> int | None:
+        """Bytes written to ``sock`` that its peer has not acknowledged (``SIOCOUTQ``),
+        or ``None`` when the socket cannot say."""
+        try:
+            out = fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0")
+        except (OSError, ValueError):
+            return None
+        value: int = struct.unpack("i", out)[0]
+        return value
+else:  # pragma: no cover - exercised on Linux only
+    def unacknowledged_bytes(sock: socket.socket) -> int | None:
+        """Not available on this platform: only pending writes count as waiting."""
+        return None
 
 SSE_HEADERS = (
     ("Content-Type", "text/event-stream"),
@@ -46,9 +74,9 @@ def frame(message: Any) -> bytes:
 class SSEChannel:
     """One open SSE response; see the module docstring."""
 
-    __slots__ = ("_closing", "_flush_started", "_flushing", "_keepalive", "_max_queue",
-                 "_on_overflow", "_queue", "_queued_keys", "_stall", "_timer", "_timer_due",
-                 "closed",
+    __slots__ = ("_acked", "_closing", "_flush_started", "_flushing", "_keepalive",
+                 "_max_queue", "_on_overflow", "_queue", "_queued_keys", "_stall", "_timer",
+                 "_timer_due", "_waiting_since", "closed",
                  "coalesced", "done", "handler", "last_write")
 
     def __init__(self, handler: Any, max_queue: Callable[[], int],
@@ -70,6 +98,10 @@ class SSEChannel:
         self._flush_started = 0.0
         self._timer_due = 0.0
         self._timer: object | None = None
+        #: Bytes the peer had acknowledged when data was last seen waiting in the kernel,
+        #: and since when it has waited with no more acknowledged (None: nothing waits).
+        self._acked = 0
+        self._waiting_since: float | None = None
         self.closed = False
         self.last_write = time.monotonic()
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -143,8 +175,8 @@ class SSEChannel:
         self._flushing = True
         self.last_write = self._flush_started = time.monotonic()
         stall = self._stall()
-        if stall is not None and self._flush_started + stall < self._timer_due:
-            self._rearm()  # a stall would be due before the timer fires
+        if stall is not None and self._flush_started + stall / 2 < self._timer_due:
+            self._rearm()  # a stall check would be due before the timer fires
         fut.add_done_callback(self._flushed)
 
     def _flushed(self, fut: asyncio.Future[None]) -> None:
@@ -191,11 +223,37 @@ class SSEChannel:
         if interval is not None:
             due = min(due, self.last_write + interval)
         stall = self._stall()
-        if stall is not None and self._flushing:
-            due = min(due, self._flush_started + stall)
+        if stall is not None:
+            if self._flushing:
+                due = min(due, self._flush_started + stall)
+            if self._waiting_since is not None:
+                due = min(due, now + stall / 2)
+            elif self.last_write + stall / 2 > now:  # look once soon after each write
+                due = min(due, self.last_write + stall / 2)
         loop = IOLoop.current()
         self._timer_due = due
         self._timer = loop.call_at(loop.time() + max(0.0, due - now), self._tick)
+
+    def _stalled(self, now: float, stall: float) -> bool:
+        """Whether the peer has taken nothing for ``stall`` seconds while data waited."""
+        if self._flushing and now - self._flush_started >= stall:
+            return True  # a write of ours has been pending all that time
+        try:
+            stream = self.handler.request.connection.stream
+            sock = stream.socket
+            written: int = stream._total_write_done_index  # bytes handed to the kernel
+        except AttributeError:
+            return False
+        unacked = unacknowledged_bytes(sock) if sock is not None else None
+        if not unacked:
+            self._waiting_since = None
+            return False
+        acked = written - unacked
+        if self._waiting_since is None or acked > self._acked:
+            self._acked = acked
+            self._waiting_since = now
+            return False
+        return now - self._waiting_since >= stall
 
     def _rearm(self) -> None:
         if self._timer is not None:
@@ -209,7 +267,7 @@ class SSEChannel:
             return
         now = time.monotonic()
         stall = self._stall()
-        if stall is not None and self._flushing and now - self._flush_started >= stall:
+        if stall is not None and self._stalled(now, stall):
             if self._on_overflow is not None:
                 self._on_overflow(Refusal.STREAM_STALL_TIMEOUT)
             self.abort()  # the peer has not taken a byte for too long

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from asyncio import Future
 from collections.abc import Awaitable, Callable
 from http.client import responses as HTTP_REASONS
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,12 @@ log = logging.getLogger("tornado_mcp.transport")
 #: body itself; ours refuses first, with a JSON-RPC error.
 BODY_SLACK = 256 * 1024
 
+#: A request refused from its headers alone whose declared body is at most this long has
+#: the body read and discarded, so its keep-alive connection stays usable; a longer (or
+#: chunked) body is not read: the refusal says ``Connection: close`` and the connection
+#: is closed after a bounded linger.
+DISCARD_BYTES = 64 * 1024
+
 
 @tornado.web.stream_request_body
 class MCPHandler(tornado.web.RequestHandler):
@@ -66,6 +73,11 @@ class MCPHandler(tornado.web.RequestHandler):
         self.exchange: RequestStream | None = None
         #: Who is calling, as the endpoint's authentication established it.
         self.principal: Principal = ANONYMOUS
+        #: A refusal decided from the headers, answered once the (small) body is read.
+        self._deferred: Reply | None = None
+        #: The JSON-RPC id(s) of the request, for the access log line, once parsed.
+        self.log_id: str | None = None
+        self._log_reason: str | None = None
 
     # -- Tornado hooks ----------------------------------------------------------------------
     def check_xsrf_cookie(self) -> None:
@@ -94,14 +106,21 @@ class MCPHandler(tornado.web.RequestHandler):
                 if declared is not None and declared.isdigit() and int(declared) > limit:
                     raise _too_large(limit)
         except Reply as reply:
-            if reply.status == 413:
-                self._refuse_unread(reply)
+            if reply.status != 413 and self._body_is_small():
+                self._deferred = reply  # answered by the method, after the body is read
             else:
-                self.write_reply(reply)
-                self.finish()
+                self._refuse_unread(reply)
+
+    def _body_is_small(self) -> bool:
+        """The request declares no body, or one of at most ``DISCARD_BYTES``."""
+        h = self.request.headers
+        declared = h.get("Content-Length")
+        if declared is None:
+            return "Transfer-Encoding" not in h
+        return declared.isdigit() and int(declared) <= DISCARD_BYTES
 
     def data_received(self, chunk: bytes) -> None:
-        if self._finished:
+        if self._finished or self._deferred is not None:
             return
         self._size += len(chunk)
         limit = self.transport.options.max_request_bytes
@@ -124,6 +143,26 @@ class MCPHandler(tornado.web.RequestHandler):
 
     def on_finish(self) -> None:
         self.transport.detach(self)
+
+    def finish(self, chunk: str | bytes | dict[str, Any] | None = None) -> Future[None]:
+        """Finish the response; one finished before its request's body was read (Tornado
+        then closes the connection) says ``Connection: close``, so a keep-alive client
+        does not send its next request into a closing connection."""
+        if not self._headers_written:
+            body = getattr(self.request, "_body_future", None)
+            if body is not None and not body.done():
+                self.set_header("Connection", "close")
+        return super().finish(chunk)
+
+    def _request_summary(self) -> str:
+        """The access log line names the JSON-RPC id and why a request was refused: one
+        line per client mistake (a warning for a 4xx), never a traceback."""
+        summary = super()._request_summary()
+        if self.log_id is not None:
+            summary += f" id={self.log_id}"
+        if self._log_reason is not None:
+            summary += f" [{self._log_reason}]"
+        return summary
 
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
         if isinstance(value, StreamClosedError):
@@ -167,6 +206,10 @@ class MCPHandler(tornado.web.RequestHandler):
     async def _guarded(self, work: Callable[[], Awaitable[None]]) -> None:
         """Run ``work``, answering a :class:`Reply` it raises; never a traceback."""
         if self._finished:
+            return
+        if self._deferred is not None:
+            self.write_reply(self._deferred)
+            self.finish()
             return
         if self.transport.closing:
             self.write_reply(Reply(503, INTERNAL_ERROR, "Service unavailable: shutting down"))
@@ -220,6 +263,7 @@ class MCPHandler(tornado.web.RequestHandler):
                         refusal=Refusal.JSON_NESTING) from None
         except jsonio.JSONDecodeError:
             raise Reply(400, PARSE_ERROR, "Parse error: Invalid JSON") from None
+        self.log_id = _log_id(message)
         if era is None:
             era = Era.LEGACY if legacy.is_initialize(message) else Era.MODERN
         if era is Era.MODERN:
@@ -276,6 +320,8 @@ class MCPHandler(tornado.web.RequestHandler):
         """Set the status and JSON-RPC error body of ``reply`` (the caller finishes)."""
         if reply.refusal is not None:
             self.transport.count_refusal(reply.refusal)
+        self._log_reason = "".join(c if c.isprintable() else "?"
+                                   for c in reply.message[:LOG_TEXT])
         self.clear()
         self.set_status(reply.status)
         self.set_header("Content-Type", "application/json")
@@ -321,6 +367,25 @@ class MCPHandler(tornado.web.RequestHandler):
         """Log a refusal answered before reading the body (a hook to override)."""
         log.info("%d %s %s (%s): refused before reading the body", status,
                  self.request.method, self.request.uri, self.request.remote_ip)
+
+
+#: At most this many characters of a client's id or a refusal go into a log line.
+LOG_TEXT = 120
+
+
+def _log_id(message: Any) -> str | None:
+    """The request's JSON-RPC id (a batch's first ids), JSON-encoded so no client text
+    can forge a log line."""
+    if isinstance(message, dict):
+        ids = [message["id"]] if "id" in message else []
+    elif isinstance(message, list):
+        ids = [m["id"] for m in message[:4] if isinstance(m, dict) and "id" in m]
+    else:
+        return None
+    if not ids:
+        return None
+    text = ",".join(jsonio.dumps(i).decode("utf-8", "replace") for i in ids)
+    return text[:LOG_TEXT]
 
 
 def _too_large(limit: int) -> Reply:
