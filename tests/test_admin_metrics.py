@@ -101,6 +101,9 @@ tornado_mcp_option_server_to_client_request_timeout 600.0
 # HELP tornado_mcp_option_stream_stall_timeout Current value of the stream_stall_timeout option (seconds); +Inf means no limit.
 # TYPE tornado_mcp_option_stream_stall_timeout gauge
 tornado_mcp_option_stream_stall_timeout 30.0
+# HELP tornado_mcp_option_rate_limit_per_principal Current value of the rate_limit_per_principal option; +Inf means no limit.
+# TYPE tornado_mcp_option_rate_limit_per_principal gauge
+tornado_mcp_option_rate_limit_per_principal +Inf
 # HELP tornado_mcp_requests_total JSON-RPC messages handled since the transport started.
 # TYPE tornado_mcp_requests_total counter
 tornado_mcp_requests_total 212

@@ -187,6 +187,12 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
                "Frames one SSE stream may have queued; a consumer past it is disconnected."),
     OptionSpec("stream_stall_timeout", "seconds", 30.0, True, True,
                "Seconds a stream's pending write may make no progress before it is dropped."),
+    OptionSpec("cors_allowed_origins", "hosts", (), False, False,
+               "Origins browsers may call from (CORS); each also passes the Origin check."),
+    OptionSpec("rate_limit_per_principal", "int", None, True, True,
+               "Requests one caller may make per minute (429 over it)."),
+    OptionSpec("sync_handler_threads", "int", 4, True, False,
+               "Threads running plain def handlers off the IOLoop; none runs them on it."),
 )
 
 SPECS_BY_NAME: dict[str, OptionSpec] = {s.name: s for s in OPTION_SPECS}
@@ -233,6 +239,9 @@ class TransportOptions:
     server_to_client_request_timeout: float
     max_stream_queue: int
     stream_stall_timeout: float | None
+    cors_allowed_origins: tuple[str, ...]
+    rate_limit_per_principal: int | None
+    sync_handler_threads: int | None
 
     def __init__(self, **values: Any) -> None:
         object.__setattr__(self, "_lock", threading.Lock())

@@ -17,6 +17,7 @@ from typing import Any
 
 from .context import Context
 from .jsonschema import compile_schema
+from .offloop import call_handler
 from .uritemplate import UriTemplate
 
 Handler = Callable[..., Any]
@@ -65,7 +66,7 @@ class HandlerSpec:
     async def call(self, ctx: Context, kwargs: dict[str, Any]) -> Any:
         if self.ctx_param is not None:
             kwargs = {**kwargs, self.ctx_param: ctx}
-        result = self.fn(**kwargs)
+        result = call_handler(self.fn, kwargs)  # a plain def: in the transport's pool
         if type(result) is types.CoroutineType or (
                 type(result) not in _PLAIN and inspect.isawaitable(result)):
             result = await result

@@ -32,7 +32,7 @@ from ..protocol import (
     Refusal,
 )
 from ..sse import SSE_HEADERS, SSEChannel, frame
-from . import headers, legacy, modern
+from . import cors, headers, legacy, modern
 from .jsonrpc import Reply, error_body
 from .request import RequestStream
 
@@ -73,6 +73,9 @@ class MCPHandler(tornado.web.RequestHandler):
 
     def set_default_headers(self) -> None:
         self.clear_header("Server")  # less to write on every response, and nothing to leak
+        t = self.__dict__.get("transport")  # unset on the first call, from __init__
+        if t is not None and t.options.cors_allowed_origins:
+            cors.add_headers(self)  # again after clear(), e.g. before an error reply
 
     def prepare(self) -> None:
         """Checks that need no body; a refusal is answered before the body is read.
@@ -81,6 +84,8 @@ class MCPHandler(tornado.web.RequestHandler):
         """
         t = self.transport
         t.attach(self)
+        if t.options.cors_allowed_origins:
+            cors.add_headers(self)
         try:
             if t.options.dns_rebinding_protection:
                 h = self.request.headers
@@ -158,7 +163,7 @@ class MCPHandler(tornado.web.RequestHandler):
         return self._guarded(_not_allowed)
 
     def options(self) -> Awaitable[None]:
-        return self._guarded(_not_allowed)
+        return self._guarded(lambda: cors.preflight(self))
 
     def head(self) -> Awaitable[None]:
         return self._guarded(_not_allowed)

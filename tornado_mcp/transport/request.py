@@ -17,6 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..context import Context
 from ..errors import MCPError
+from ..middleware import Refused
+from ..offloop import CURRENT as CURRENT_RUNNER
+from ..offloop import call_on_loop, worker_loop
 from ..options import MAX_REQUEST_NOTIFICATIONS
 from ..protocol import (
     CANCELLED,
@@ -43,19 +46,23 @@ class RequestStream:
     the session's GET stream once the response is complete.
     """
 
-    __slots__ = ("ctx", "handler", "json_only", "notifications")
+    __slots__ = ("ctx", "handler", "json_only", "notifications", "refused")
 
     def __init__(self, handler: MCPHandler) -> None:
         self.handler = handler
         self.ctx: Context | None = None
         self.json_only = False
         self.notifications = 0
+        #: The middleware refusal that answered the last request, if one did.
+        self.refused: Refused | None = None
 
     def cancel(self) -> None:
         if self.ctx is not None:
             self.ctx.cancel()
 
     def emit(self, message: dict[str, Any]) -> bool:
+        if worker_loop() is not None:  # from a plain handler's thread: on the loop
+            return call_on_loop(self.emit, message)
         h = self.handler
         if self.json_only or h.done:
             return False
@@ -112,6 +119,8 @@ class RequestStream:
         return result if isinstance(result, dict) else {}
 
     def notify_resources_updated(self, uri: str) -> None:
+        if worker_loop() is not None:
+            return call_on_loop(self.notify_resources_updated, uri)
         ctx = self.ctx
         params = {"uri": uri}
         session = ctx.session if ctx is not None else None
@@ -147,6 +156,10 @@ async def run_request(h: MCPHandler, message: dict[str, Any], session: Session |
                                     "Service unavailable: shutting down"))
         return
     channel = h.channel
+    refused = stream.refused
+    if refused is not None and channel is None and response is not None:
+        h.send_json(refused.status, response, refused.headers)
+        return
     if channel is not None:  # the response ends the SSE stream the handler opened
         channel.close(frame(response) if response is not None else None)
         await channel.done
@@ -183,14 +196,23 @@ async def dispatch(stream: RequestStream, message: dict[str, Any], session: Sess
     # cancels this task while the handler runs, and is absorbed here.
     task = asyncio.current_task()
     ctx.task = task
+    CURRENT_RUNNER.set(t.sync_runner)  # where plain def handlers run (this task only)
     try:
-        result = await t.server.handle(method, ctx.params, ctx)
+        if t.middleware.active(t.options):
+            result = await t.middleware.run(ctx, t.server.handle)
+        else:
+            result = await t.server.handle(method, ctx.params, ctx)
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
     except asyncio.CancelledError:
         if not ctx.cancelled or task is None:
             raise
         task.uncancel()
         return None
+    except Refused as exc:
+        stream.refused = exc
+        if exc.refusal is not None:
+            t.count_refusal(exc.refusal)
+        return {"jsonrpc": "2.0", "id": request_id, "error": exc.to_error()}
     except MCPError as exc:
         return {"jsonrpc": "2.0", "id": request_id, "error": exc.to_error()}
     except Exception:
