@@ -34,7 +34,7 @@ from ..schemas import INITIALIZE_PARAMS, load
 from ..session import Session
 from . import headers
 from .jsonrpc import Kind, Reply, classify, error_body, safe_id, valid_id
-from .request import dispatch, run_request
+from .request import around_initialize, dispatch, run_request
 
 if TYPE_CHECKING:
     from .handler import MCPHandler
@@ -187,6 +187,11 @@ async def _initialize(h: MCPHandler, message: dict[str, Any], body: bytes) -> No
         return
     version = t.server.negotiate_version(p["protocolVersion"], opts.protocol_versions)
     result = {"jsonrpc": "2.0", "id": request_id, "result": t.server.initialize_result(version)}
+    if t.middleware.active(opts):
+        answered = await around_initialize(h, message, result)
+        if answered is None:  # refused, and answered
+            return
+        result = answered
     if opts.stateless:
         h.send_json(200, result)
         return

@@ -222,3 +222,35 @@ async def dispatch(stream: RequestStream, message: dict[str, Any], session: Sess
         ctx.task = None
         if session is not None and session.in_flight.get(request_id) is ctx:
             del session.in_flight[request_id]
+
+
+async def around_initialize(h: MCPHandler, message: dict[str, Any],
+                            answer: dict[str, Any]) -> dict[str, Any] | None:
+    """Run the middleware around a legacy ``initialize`` whose response is ``answer``
+    (it opens no session before the chain let it through).  Returns the response to
+    send, or ``None`` when a refusal was already answered."""
+    t = h.transport
+    request_id = message.get("id")
+    ctx = Context(t.server, message["method"], message.get("params") or {}, request_id, None,
+                  listen_served=t.options.serve_subscriptions_listen,
+                  served_versions=t.options.protocol_versions,
+                  principal=h.principal, http=h.request)
+
+    async def endpoint(method: str, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+        result: dict[str, Any] = answer["result"]
+        return result
+
+    try:
+        return {"jsonrpc": "2.0", "id": request_id,
+                "result": await t.middleware.run(ctx, endpoint)}
+    except Refused as exc:
+        if exc.refusal is not None:
+            t.count_refusal(exc.refusal)
+        h.send_json(exc.status, error_body(request_id, exc.code, exc.message, exc.data),
+                    exc.headers)
+    except MCPError as exc:
+        h.send_json(200, error_body(request_id, exc.code, exc.message, exc.data))
+    except Exception:
+        log.exception("middleware for initialize raised")
+        h.send_json(200, error_body(request_id, INTERNAL_ERROR, "Internal error"))
+    return None
