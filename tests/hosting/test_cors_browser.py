@@ -99,23 +99,23 @@ async def browser() -> AsyncIterator[Any]:
 
 
 async def test_allowed_origin_calls_across_origins_and_another_is_blocked(browser: Any) -> None:
-    async with page_origin() as allowed, page_origin() as other:
-        async with running(example_server(), cors_allowed_origins=[allowed]) as srv:
-            page = await browser.new_page()
-            await page.goto(f"{allowed}/")
-            result = await page.evaluate("url => legacy(url)", srv.url)
-            assert result["sid"] and len(srv.transport.sessions) == 1
-            assert srv.transport.sessions.get(result["sid"]) is not None
-            assert result == {"sid": result["sid"], "version": "2025-11-25",
-                              "noteStatus": 202, "status": 200, "echoed": "from the page"}
-            assert await page.evaluate("url => modern(url)", srv.url) == {
-                "status": 200, "echoed": "modern page"}
+    async with page_origin() as allowed, page_origin() as other, \
+            running(example_server(), cors_allowed_origins=[allowed]) as srv:
+        page = await browser.new_page()
+        await page.goto(f"{allowed}/")
+        result = await page.evaluate("url => legacy(url)", srv.url)
+        assert result["sid"] and len(srv.transport.sessions) == 1
+        assert srv.transport.sessions.get(result["sid"]) is not None
+        assert result == {"sid": result["sid"], "version": "2025-11-25",
+                          "noteStatus": 202, "status": 200, "echoed": "from the page"}
+        assert await page.evaluate("url => modern(url)", srv.url) == {
+            "status": 200, "echoed": "modern page"}
 
-            requests_before = srv.transport.requests_total
-            blocked = await browser.new_page()
-            await blocked.goto(f"{other}/")
-            outcome = await blocked.evaluate("url => attempt(url)", srv.url)
-            assert outcome == "TypeError: Failed to fetch"
-            # The preflight was refused: the POST itself never reached the endpoint.
-            assert srv.transport.requests_total == requests_before
-            assert len(srv.transport.sessions) == 1
+        requests_before = srv.transport.requests_total
+        blocked = await browser.new_page()
+        await blocked.goto(f"{other}/")
+        outcome = await blocked.evaluate("url => attempt(url)", srv.url)
+        assert outcome == "TypeError: Failed to fetch"
+        # The preflight was refused: the POST itself never reached the endpoint.
+        assert srv.transport.requests_total == requests_before
+        assert len(srv.transport.sessions) == 1

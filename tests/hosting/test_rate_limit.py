@@ -12,7 +12,7 @@ import httpx
 import pytest
 import tornado.web
 from admin_support import TOKEN, initialize, running_admin
-from mcp_http import assert_refused, example_server, result_of, rpc, running
+from mcp_http import assert_refused, example_server, rpc, running
 
 from tornado_mcp import Transport
 from tornado_mcp.identity import Principal
