@@ -73,9 +73,6 @@ class MCPHandler(tornado.web.RequestHandler):
 
     def set_default_headers(self) -> None:
         self.clear_header("Server")  # less to write on every response, and nothing to leak
-        t = self.__dict__.get("transport")  # unset on the first call, from __init__
-        if t is not None and t.options.cors_allowed_origins:
-            cors.add_headers(self)  # again after clear(), e.g. before an error reply
 
     def prepare(self) -> None:
         """Checks that need no body; a refusal is answered before the body is read.
@@ -138,6 +135,8 @@ class MCPHandler(tornado.web.RequestHandler):
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         """Every error is a JSON-RPC error body; never a traceback."""
         self.set_header("Content-Type", "application/json")
+        if self.transport.options.cors_allowed_origins:
+            cors.add_headers(self)
         if status_code == 405:
             body = error_body(None, INVALID_REQUEST, "Method not allowed")
         elif status_code >= 500:
@@ -274,6 +273,8 @@ class MCPHandler(tornado.web.RequestHandler):
         if reply.refusal is not None:
             self.transport.count_refusal(reply.refusal)
         self.clear()
+        if self.transport.options.cors_allowed_origins:
+            cors.add_headers(self)  # clear() dropped them; the page may read the error
         self.set_status(reply.status)
         self.set_header("Content-Type", "application/json")
         self.write(reply.body())
