@@ -128,3 +128,10 @@ async def test_refusals_show_on_the_dashboard_and_in_metrics() -> None:
         assert "tornado_mcp_option_rate_limit_per_principal 1.0" in metrics
         overview = (await client.get(f"{srv.admin}/api/overview", headers=auth)).json()
         assert overview["refusals"]["rate_limit_per_principal"] == 1
+        page = await client.get(f"{srv.admin}/", headers=auth)
+        assert page.status_code == 200
+        assert 'data-refusal="rate_limit_per_principal"' in page.text
+        limits = (await client.get(f"{srv.admin}/api/limits", headers=auth)).json()
+        assert limits["limits"]["rate_limit_per_principal"] == 1
+        assert limits["fixed"]["sync_handler_threads"] == 4
+        assert limits["fixed"]["cors_allowed_origins"] == []
