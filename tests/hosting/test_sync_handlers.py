@@ -153,3 +153,21 @@ def test_wait_on_loop_outside_the_pool_is_an_error() -> None:
 
     with pytest.raises(RuntimeError, match="plain handlers running in the pool"):
         wait_on_loop(nothing())
+
+
+async def test_plain_resources_and_prompts_run_in_the_pool_too() -> None:
+    server = Server("kinds")
+
+    @server.resource("test://thread", name="thread")
+    def where() -> str:
+        return threading.current_thread().name
+
+    @server.prompt()
+    def ask() -> str:
+        return threading.current_thread().name
+
+    async with running(server) as srv:
+        read = result_of(await srv.modern("resources/read", {"uri": "test://thread"}))
+        assert read["contents"][0]["text"].startswith("tornado-mcp-sync")
+        got = result_of(await srv.modern("prompts/get", {"name": "ask"}))
+        assert got["messages"][0]["content"]["text"].startswith("tornado-mcp-sync")
