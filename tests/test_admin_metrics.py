@@ -113,6 +113,9 @@ tornado_mcp_option_event_store_max_age 300.0
 # HELP tornado_mcp_option_sse_retry_interval Current value of the sse_retry_interval option (seconds); +Inf means no limit.
 # TYPE tornado_mcp_option_sse_retry_interval gauge
 tornado_mcp_option_sse_retry_interval 1.0
+# HELP tornado_mcp_option_rate_limit_per_principal Current value of the rate_limit_per_principal option; +Inf means no limit.
+# TYPE tornado_mcp_option_rate_limit_per_principal gauge
+tornado_mcp_option_rate_limit_per_principal +Inf
 # HELP tornado_mcp_requests_total JSON-RPC messages handled since the transport started.
 # TYPE tornado_mcp_requests_total counter
 tornado_mcp_requests_total 212

@@ -204,6 +204,12 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
                "Seconds a stream event is kept for resumption."),
     OptionSpec("sse_retry_interval", "seconds", 1.0, False, True,
                "The retry a resumable stream tells its client to wait before reconnecting."),
+    OptionSpec("cors_allowed_origins", "hosts", (), False, False,
+               "Origins browsers may call from (CORS); each also passes the Origin check."),
+    OptionSpec("rate_limit_per_principal", "int", None, True, True,
+               "Requests one caller may make per minute (429 over it)."),
+    OptionSpec("sync_handler_threads", "int", 4, True, False,
+               "Threads running plain def handlers off the IOLoop; none runs them on it."),
 )
 
 SPECS_BY_NAME: dict[str, OptionSpec] = {s.name: s for s in OPTION_SPECS}
@@ -258,6 +264,9 @@ class TransportOptions:
     event_store_max_bytes: int
     event_store_max_age: float
     sse_retry_interval: float
+    cors_allowed_origins: tuple[str, ...]
+    rate_limit_per_principal: int | None
+    sync_handler_threads: int | None
 
     def __init__(self, **values: Any) -> None:
         object.__setattr__(self, "_lock", threading.Lock())

@@ -16,6 +16,7 @@ from typing import Any
 
 from .context import Context
 from .contract import ToolContract, input_schema_for
+from .offloop import call_handler
 from .results import audio, embedded_resource, image, resource_link, text
 from .uritemplate import UriTemplate
 
@@ -65,7 +66,7 @@ class HandlerSpec:
     async def call(self, ctx: Context, kwargs: dict[str, Any]) -> Any:
         if self.ctx_param is not None:
             kwargs = {**kwargs, self.ctx_param: ctx}
-        result = self.fn(**kwargs)
+        result = call_handler(self.fn, kwargs)  # a plain def: in the transport's pool
         if type(result) is types.CoroutineType or (
                 type(result) not in _PLAIN and inspect.isawaitable(result)):
             result = await result

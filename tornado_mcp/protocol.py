@@ -36,6 +36,10 @@ HEADER_NAME = "Mcp-Name"
 HEADER_PARAM_PREFIX = "Mcp-Param-"
 #: A legacy client resuming an SSE stream names the last event it received.
 HEADER_LAST_EVENT_ID = "Last-Event-ID"
+HEADER_RETRY_AFTER = "Retry-After"
+#: W3C trace context (https://www.w3.org/TR/trace-context/), as headers or ``_meta`` keys.
+TRACEPARENT = "traceparent"
+TRACESTATE = "tracestate"
 
 # -- methods ---------------------------------------------------------------------------------
 INITIALIZE = "initialize"
@@ -81,6 +85,10 @@ RESOURCE_NOT_FOUND_LEGACY = -32002
 HEADER_MISMATCH = -32020
 MISSING_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
+#: A middleware refused the request (``data`` may say why); HTTP 403 where the era allows.
+REQUEST_REFUSED = -32030
+#: The caller exceeded its request rate (``data.retryAfter`` in seconds); HTTP 429.
+RATE_LIMITED = -32029
 
 #: Codes that the 2026-07-28 HTTP binding answers with 400 (and -32601 with 404).
 MODERN_BAD_REQUEST_CODES = frozenset(
@@ -108,3 +116,4 @@ class Refusal(enum.StrEnum):
     STREAM_STALL_TIMEOUT = "stream_stall_timeout"
     CLUSTER_OUTAGE_BUFFER = "cluster_outage_buffer"
     EVENT_STORE_MAX_BYTES = "event_store_max_bytes"
+    RATE_LIMIT_PER_PRINCIPAL = "rate_limit_per_principal"

@@ -621,7 +621,8 @@ async def test_filled_server_refuses_more_and_keeps_its_totals(
                        "max_listen_subscriptions": 1, "max_resource_subscription_bytes": 0,
                        "resource_subscription_uris": 0, "max_stream_queue": 0,
                        "stream_stall_timeout": 0, "cluster_outage_buffer": 0,
-                       "event_store_max_bytes": 0}
+                       "event_store_max_bytes": 0,
+                       "rate_limit_per_principal": 0}
 
 
 def test_budget_helper_handles_unbounded_factors() -> None:

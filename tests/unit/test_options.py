@@ -199,7 +199,7 @@ def test_update_is_all_or_nothing() -> None:
 def test_non_live_options_are_refused_by_update(name: str) -> None:
     o = TransportOptions()
     before = o.as_dict()
-    value = {"bool": True, "hosts": ["x.example"], "versions": ["2025-11-25"], "int": 7,
+    value = {"bool": True, "hosts": ["x.example"], "versions": ["2025-11-25"], "int": 2,
              "seconds": 7.0}[
         SPECS_BY_NAME[name].kind]
     with pytest.raises(OptionError) as info:
@@ -251,7 +251,8 @@ def test_every_bound_is_nullable_exactly_as_documented() -> None:
     assert NULLABLE == [
         "listen_keepalive_interval", "max_initialize_request_bytes",
         "max_listen_subscriptions", "max_resource_subscription_bytes", "max_sessions",
-        "session_idle_timeout", "sse_keepalive_interval", "stream_stall_timeout"]
+        "rate_limit_per_principal", "session_idle_timeout", "sse_keepalive_interval",
+        "stream_stall_timeout", "sync_handler_threads"]
     assert NOT_NULLABLE_BOUNDS == [
         "cluster_heartbeat_ttl", "cluster_outage_buffer", "cluster_stream_length",
         "event_store_max_age", "event_store_max_bytes", "max_request_bytes",

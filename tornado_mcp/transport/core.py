@@ -12,7 +12,7 @@ import asyncio
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import tornado.web
@@ -24,6 +24,8 @@ from ..errors import MCPError
 from ..eventstore import EventStore, MemoryEventStore
 from ..hub import LIST_CHANGED, LISTEN_METHODS, NotificationHub, change_key
 from ..introspection import ClusterSnapshot, ProcessInfo, Snapshot
+from ..middleware import Chain, Middleware, RateLimit
+from ..offloop import SyncRunner
 from ..options import TransportOptions
 from ..protocol import INTERNAL_ERROR, LEGACY_VERSIONS, MODERN_VERSIONS, Refusal
 from ..server import Server
@@ -61,15 +63,17 @@ class Transport:
 
     Keyword arguments are :class:`~tornado_mcp.options.TransportOptions` (or pass
     ``options=``); ``event_store`` keeps the events of resumable streams (a bounded
-    :class:`~tornado_mcp.eventstore.MemoryEventStore` unless given).  Mount it with
-    :meth:`routes` or :meth:`mount`, stop it with :meth:`close`, and read what it holds
-    with :meth:`snapshot`.  Everything runs on the application's IOLoop; the notify
-    methods of :class:`~tornado_mcp.Server` and :class:`~tornado_mcp.Session` may be
-    called from other threads.
+    :class:`~tornado_mcp.eventstore.MemoryEventStore` unless given); ``middleware`` runs
+    around every request (:mod:`tornado_mcp.middleware`).  Mount it with :meth:`routes`
+    or :meth:`mount`, stop it with :meth:`close`, and read what it holds with
+    :meth:`snapshot`.  Everything runs on the application's IOLoop; the notify methods of
+    :class:`~tornado_mcp.Server` and :class:`~tornado_mcp.Session` may be called from
+    other threads.
     """
 
     def __init__(self, server: Server, options: TransportOptions | None = None, *,
-                 event_store: EventStore | None = None, **option_values: Any) -> None:
+                 event_store: EventStore | None = None, middleware: Sequence[Middleware] = (),
+                 **option_values: Any) -> None:
         if options is not None and option_values:
             raise TypeError("pass either options= or option keywords, not both")
         self.server = server
@@ -84,6 +88,11 @@ class Transport:
         self.started_at = time.time()
         self.closing = False
         self.rebinding = RebindingGuard(self.options)
+        #: The per-principal rate limit (idle while ``rate_limit_per_principal`` is None).
+        self.rate_limit = RateLimit(self.options)
+        self.middleware = Chain(self.rate_limit, middleware)
+        #: Where plain ``def`` handlers run (``sync_handler_threads``).
+        self.sync_runner = SyncRunner(self.options.sync_handler_threads)
         versions = self.options.protocol_versions  # not live: fixed for the transport's life
         #: The eras this endpoint serves, and its modern versions in preference order.
         self.serves_legacy = any(v in versions for v in LEGACY_VERSIONS)
@@ -133,6 +142,10 @@ class Transport:
     def lingering(self) -> int:
         """Refused connections still draining their peer's body."""
         return len(self._lingering)
+
+    def use(self, middleware: Middleware) -> None:
+        """Add ``middleware`` at the end of the chain (innermost, nearest the server)."""
+        self.middleware.user.append(middleware)
 
     def count_refusal(self, kind: Refusal) -> None:
         self.refusals[kind] += 1
@@ -285,6 +298,7 @@ class Transport:
         if self._lingering:
             await asyncio.wait(list(self._lingering), timeout=timeout)
         self.server.remove_sink(self)
+        self.sync_runner.shutdown()
 
     def snapshot(self, sessions: bool = True, streams: bool = True,
                  stream_uris: bool = False) -> Snapshot:

@@ -22,20 +22,15 @@ from tornado.iostream import StreamClosedError
 from .. import jsonio
 from ..identity import ANONYMOUS, Principal
 from ..protocol import (
-    HEADER_PROTOCOL_VERSION,
-    HEADER_SESSION_ID,
     INTERNAL_ERROR,
     INVALID_REQUEST,
-    LEGACY_VERSIONS,
-    MODERN_VERSIONS,
-    PARSE_ERROR,
-    Era,
     Refusal,
 )
 from ..sse import SSE_HEADERS, SSEChannel, frame
-from . import headers, legacy, modern
+from . import cors, headers, legacy, router
 from .jsonrpc import Reply, error_body
 from .request import RequestStream
+from .router import LOG_TEXT
 
 if TYPE_CHECKING:
     from .core import Transport
@@ -93,6 +88,8 @@ class MCPHandler(tornado.web.RequestHandler):
         """
         t = self.transport
         t.attach(self)
+        if t.options.cors_allowed_origins:
+            cors.add_headers(self)
         try:
             if t.options.dns_rebinding_protection:
                 h = self.request.headers
@@ -172,6 +169,8 @@ class MCPHandler(tornado.web.RequestHandler):
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         """Every error is a JSON-RPC error body; never a traceback."""
         self.set_header("Content-Type", "application/json")
+        if self.transport.options.cors_allowed_origins:
+            cors.add_headers(self)
         if status_code == 405:
             self.set_header("Allow", self.allowed_methods)
             body = error_body(None, INVALID_REQUEST, "Method not allowed")
@@ -183,7 +182,7 @@ class MCPHandler(tornado.web.RequestHandler):
 
     # -- HTTP methods -----------------------------------------------------------------------
     def post(self) -> Awaitable[None]:
-        return self._guarded(self._post)
+        return self._guarded(lambda: router.post(self))
 
     def get(self) -> Awaitable[None]:
         return self._guarded(lambda: legacy.get(self))
@@ -198,7 +197,7 @@ class MCPHandler(tornado.web.RequestHandler):
         return self._guarded(_not_allowed)
 
     def options(self) -> Awaitable[None]:
-        return self._guarded(_not_allowed)
+        return self._guarded(lambda: cors.preflight(self))
 
     def head(self) -> Awaitable[None]:
         return self._guarded(_not_allowed)
@@ -230,48 +229,13 @@ class MCPHandler(tornado.web.RequestHandler):
                 self.write_reply(Reply(500, INTERNAL_ERROR, "Internal server error"))
                 self.finish()
 
-    async def _post(self) -> None:
-        """Choose the era from the headers (and, for ``initialize``, the body), check what
-        both eras require of a POST, parse the body, and hand it to the era."""
-        t = self.transport
-        t.requests_total += 1
-        req_headers = self.request.headers
-        header = headers.single(req_headers, HEADER_PROTOCOL_VERSION)
-        era: Era | None = Era.LEGACY  # None: decided by the body (a modern header, no session)
-        if not t.serves_legacy:
-            era = Era.MODERN
-        elif header and header not in LEGACY_VERSIONS:
-            if header not in MODERN_VERSIONS:
-                era = Era.MODERN  # an unknown version: the modern path refuses it
-            elif t.serves_modern and HEADER_SESSION_ID not in req_headers:
-                era = None
-        json_response = t.options.json_response
-        accept = req_headers.get("Accept")
-        if era is Era.LEGACY and json_response:
-            headers.require_accept(accept, "application/json")
-        elif not (era is None and json_response and headers.accepts(accept, "application/json")):
-            headers.require_accept(accept, "application/json", "text/event-stream")
-        if headers.media_type(req_headers.get("Content-Type") or "") != "application/json":
-            raise Reply(415, INVALID_REQUEST,
-                        "Unsupported Media Type: Content-Type must be application/json")
+    # -- for the eras -----------------------------------------------------------------------
+    def take_body(self) -> bytes:
+        """The request body, handed over once (the handler lets go of it)."""
         body = b"".join(self._chunks)
         self._chunks = []
-        try:
-            message = jsonio.loads(body)
-        except jsonio.JSONNestingError:
-            raise Reply(400, PARSE_ERROR, "Parse error: Invalid JSON",
-                        refusal=Refusal.JSON_NESTING) from None
-        except jsonio.JSONDecodeError:
-            raise Reply(400, PARSE_ERROR, "Parse error: Invalid JSON") from None
-        self.log_id = _log_id(message)
-        if era is None:
-            era = Era.LEGACY if legacy.is_initialize(message) else Era.MODERN
-        if era is Era.MODERN:
-            await modern.post(self, message, header)
-        else:
-            await legacy.post(self, message, header, body)
+        return body
 
-    # -- for the eras -----------------------------------------------------------------------
     @property
     def buffered_body_bytes(self) -> int:
         """Bytes of this request's body received and not yet handled."""
@@ -323,6 +287,8 @@ class MCPHandler(tornado.web.RequestHandler):
         self._log_reason = "".join(c if c.isprintable() else "?"
                                    for c in reply.message[:LOG_TEXT])
         self.clear()
+        if self.transport.options.cors_allowed_origins:
+            cors.add_headers(self)  # clear() dropped them; the page may read the error
         self.set_status(reply.status)
         self.set_header("Content-Type", "application/json")
         if reply.status == 405:  # RFC 9110: a 405 names the methods the endpoint has
@@ -369,23 +335,6 @@ class MCPHandler(tornado.web.RequestHandler):
                  self.request.method, self.request.uri, self.request.remote_ip)
 
 
-#: At most this many characters of a client's id or a refusal go into a log line.
-LOG_TEXT = 120
-
-
-def _log_id(message: Any) -> str | None:
-    """The request's JSON-RPC id (a batch's first ids), JSON-encoded so no client text
-    can forge a log line."""
-    if isinstance(message, dict):
-        ids = [message["id"]] if "id" in message else []
-    elif isinstance(message, list):
-        ids = [m["id"] for m in message[:4] if isinstance(m, dict) and "id" in m]
-    else:
-        return None
-    if not ids:
-        return None
-    text = ",".join(jsonio.dumps(i).decode("utf-8", "replace") for i in ids)
-    return text[:LOG_TEXT]
 
 
 def _too_large(limit: int) -> Reply:

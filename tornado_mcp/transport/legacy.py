@@ -37,7 +37,7 @@ from ..session import Session
 from . import headers
 from .forward import forward
 from .jsonrpc import Kind, Reply, classify, error_body, safe_id, valid_id
-from .request import dispatch, run_request
+from .request import around_initialize, dispatch, run_request
 from .resume import resume
 
 if TYPE_CHECKING:
@@ -198,6 +198,11 @@ async def _initialize(h: MCPHandler, message: dict[str, Any], body: bytes) -> No
         # updates, so they are not advertised.
         answer["capabilities"] = t.server.advertised_capabilities(False)
     result = {"jsonrpc": "2.0", "id": request_id, "result": answer}
+    if t.middleware.active(opts):
+        answered = await around_initialize(h, message, result)
+        if answered is None:  # refused, and answered
+            return
+        result = answered
     if opts.stateless:
         h.send_json(200, result)
         return

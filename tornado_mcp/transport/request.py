@@ -17,6 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..context import Context
 from ..errors import MCPError
+from ..middleware import Refused
+from ..offloop import CURRENT as CURRENT_RUNNER
+from ..offloop import call_on_loop, worker_loop
 from ..options import MAX_REQUEST_NOTIFICATIONS
 from ..protocol import (
     CANCELLED,
@@ -44,7 +47,7 @@ class RequestStream:
     the session's GET stream once the response is complete.
     """
 
-    __slots__ = ("ctx", "handler", "json_only", "notifications", "resumable")
+    __slots__ = ("ctx", "handler", "json_only", "notifications", "refused", "resumable")
 
     def __init__(self, handler: MCPHandler) -> None:
         self.handler = handler
@@ -53,6 +56,8 @@ class RequestStream:
         self.notifications = 0
         #: This request's stream, once it opened as a resumable one.
         self.resumable: ResumableStream | None = None
+        #: The middleware refusal that answered the last request, if one did.
+        self.refused: Refused | None = None
 
     def cancel(self) -> None:
         if self.ctx is not None:
@@ -95,6 +100,8 @@ class RequestStream:
         return rs is not None and rs.close_connection(retry_ms(self.handler.transport))
 
     def emit(self, message: dict[str, Any]) -> bool:
+        if worker_loop() is not None:  # from a plain handler's thread: on the loop
+            return call_on_loop(self.emit, message)
         rs = self._resumable()
         if rs is not None:
             return rs.send(message)
@@ -165,6 +172,8 @@ class RequestStream:
         return result if isinstance(result, dict) else {}
 
     def notify_resources_updated(self, uri: str) -> None:
+        if worker_loop() is not None:
+            return call_on_loop(self.notify_resources_updated, uri)
         ctx = self.ctx
         params = {"uri": uri}
         session = ctx.session if ctx is not None else None
@@ -206,6 +215,10 @@ async def run_request(h: MCPHandler, message: dict[str, Any], session: Session |
                                     "Service unavailable: shutting down"))
         return
     channel = h.channel
+    refused = stream.refused
+    if refused is not None and channel is None and response is not None:
+        h.send_json(refused.status, response, refused.headers)
+        return
     if channel is not None:  # the response ends the SSE stream the handler opened
         channel.close(frame(response) if response is not None else None)
         await channel.done
@@ -242,14 +255,23 @@ async def dispatch(stream: RequestStream, message: dict[str, Any], session: Sess
     # cancels this task while the handler runs, and is absorbed here.
     task = asyncio.current_task()
     ctx.task = task
+    CURRENT_RUNNER.set(t.sync_runner)  # where plain def handlers run (this task only)
     try:
-        result = await t.server.handle(method, ctx.params, ctx)
+        if t.middleware.active(t.options):
+            result = await t.middleware.run(ctx, t.server.handle)
+        else:
+            result = await t.server.handle(method, ctx.params, ctx)
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
     except asyncio.CancelledError:
         if not ctx.cancelled or task is None:
             raise
         task.uncancel()
         return None
+    except Refused as exc:
+        stream.refused = exc
+        if exc.refusal is not None:
+            t.count_refusal(exc.refusal)
+        return {"jsonrpc": "2.0", "id": request_id, "error": exc.to_error()}
     except MCPError as exc:
         return {"jsonrpc": "2.0", "id": request_id, "error": exc.to_error()}
     except Exception:
@@ -259,3 +281,35 @@ async def dispatch(stream: RequestStream, message: dict[str, Any], session: Sess
         ctx.task = None
         if session is not None and session.in_flight.get(request_id) is ctx:
             del session.in_flight[request_id]
+
+
+async def around_initialize(h: MCPHandler, message: dict[str, Any],
+                            answer: dict[str, Any]) -> dict[str, Any] | None:
+    """Run the middleware around a legacy ``initialize`` whose response is ``answer``
+    (it opens no session before the chain let it through).  Returns the response to
+    send, or ``None`` when a refusal was already answered."""
+    t = h.transport
+    request_id = message.get("id")
+    ctx = Context(t.server, message["method"], message.get("params") or {}, request_id, None,
+                  listen_served=t.options.serve_subscriptions_listen,
+                  served_versions=t.options.protocol_versions,
+                  principal=h.principal, http=h.request)
+
+    async def endpoint(method: str, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+        result: dict[str, Any] = answer["result"]
+        return result
+
+    try:
+        return {"jsonrpc": "2.0", "id": request_id,
+                "result": await t.middleware.run(ctx, endpoint)}
+    except Refused as exc:
+        if exc.refusal is not None:
+            t.count_refusal(exc.refusal)
+        h.send_json(exc.status, error_body(request_id, exc.code, exc.message, exc.data),
+                    exc.headers)
+    except MCPError as exc:
+        h.send_json(200, error_body(request_id, exc.code, exc.message, exc.data))
+    except Exception:
+        log.exception("middleware for initialize raised")
+        h.send_json(200, error_body(request_id, INTERNAL_ERROR, "Internal error"))
+    return None

@@ -3,7 +3,7 @@
 A browser page on a hostile site can resolve its own name to 127.0.0.1 and reach a local
 server; the Host it sends still names the hostile site.  Loopback names are always
 allowed; anything else must be listed in ``allowed_hosts`` (and a cross-origin Origin in
-``allowed_origins``).
+``allowed_origins`` or ``cors_allowed_origins``).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def rebinding_verdict(host_header: str | None, origin: str | None,
     if origin is None:
         return None
     o = origin.strip().lower()
-    if o in opts.allowed_origins:
+    if o in opts.allowed_origins or o in opts.cors_allowed_origins:
         return None
     scheme, sep, authority = o.partition("://")
     if not sep or not authority or "/" in authority or scheme not in ("http", "https"):

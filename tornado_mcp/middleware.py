@@ -1,0 +1,193 @@
+"""Middleware: code that runs around every request, and around every tool call.
+
+A middleware is an ``async`` function of the request's :class:`~tornado_mcp.Context` and
+``call_next``, the rest of the chain (the next middleware, then the server itself)::
+
+    async def audit(ctx: Context, call_next: CallNext) -> dict[str, Any]:
+        log.info("%s by %s", ctx.method, ctx.principal.subject)
+        return await call_next()
+
+    transport = Transport(server, middleware=[audit])   # or transport.use(audit)
+
+It sees the method (``ctx.method``), the params (``ctx.params``), the caller
+(``ctx.principal``), the HTTP headers and address; it may return its own result instead
+of calling ``call_next``, change what ``call_next`` returned, or refuse the request by
+raising :class:`Refused` (a JSON-RPC error, with an HTTP status where the era allows one)
+or any :class:`~tornado_mcp.errors.MCPError`.  :func:`tool_middleware` makes one that runs
+around ``tools/call`` only and is handed the tool's name and arguments::
+
+    @tool_middleware
+    async def no_deletes(ctx: Context, call: ToolCall, call_next: CallNext) -> dict[str, Any]:
+        if call.name.startswith("delete_") and not ctx.principal.has_scopes("admin"):
+            raise Refused("Forbidden: deleting needs the admin scope")
+        return await call_next()
+
+The chain runs in the order given, around every JSON-RPC request of both eras (batched
+ones included) that the transport dispatches to the server; ``subscriptions/listen``
+streams and client notifications do not pass through it.  With no middleware and no rate
+limit the transport calls the server directly, at no cost.
+
+Two ship with the library: :class:`RateLimit`, the per-principal rate limit behind the
+``rate_limit_per_principal`` option (installed by every transport, idle until that option
+is set), and :class:`tornado_mcp.otel.OpenTelemetry`, a span per request.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .errors import MCPError
+from .protocol import HEADER_RETRY_AFTER, RATE_LIMITED, REQUEST_REFUSED, TOOLS_CALL, Refusal
+
+if TYPE_CHECKING:
+    from .context import Context
+    from .options import TransportOptions
+
+#: The rest of the chain: call it (once) to go on with the request.
+CallNext = Callable[[], Awaitable[dict[str, Any]]]
+#: ``async def mw(ctx, call_next) -> result``.
+Middleware = Callable[["Context", CallNext], Awaitable[dict[str, Any]]]
+#: What the chain ends in: the server's ``handle(method, params, ctx)``.
+Endpoint = Callable[[str, dict[str, Any], "Context"], Awaitable[dict[str, Any]]]
+
+#: Callers a :class:`RateLimit` keeps a bucket for at most; the least recently seen
+#: caller's bucket is dropped (it starts again full) when a new caller comes past it.
+MAX_RATE_BUCKETS = 10_000
+
+
+class Refused(MCPError):
+    """Raise from a middleware to refuse the request.
+
+    The client gets a JSON-RPC error with ``code`` (default -32030), ``message`` and
+    ``data``; when the request is answered on its own (not in a batch, nothing streamed
+    yet), the HTTP status is ``status`` with ``headers``.  ``refusal`` counts it as that
+    kind in the transport's refusals (dashboard, ``/metrics``).
+    """
+
+    def __init__(self, message: str, *, status: int = 403, code: int = REQUEST_REFUSED,
+                 data: Any = None, headers: dict[str, str] | None = None,
+                 refusal: Refusal | None = None) -> None:
+        super().__init__(code, message, data)
+        self.status = status
+        self.headers = headers or {}
+        self.refusal = refusal
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """The tool a ``tools/call`` names and the arguments it was given."""
+
+    name: str
+    arguments: dict[str, Any]
+
+
+ToolMiddleware = Callable[["Context", ToolCall, CallNext], Awaitable[dict[str, Any]]]
+
+
+def tool_middleware(fn: ToolMiddleware) -> Middleware:
+    """A middleware that runs ``fn(ctx, call, call_next)`` around ``tools/call`` only."""
+
+    async def around_tools(ctx: Context, call_next: CallNext) -> dict[str, Any]:
+        if ctx.method != TOOLS_CALL:
+            return await call_next()
+        name = ctx.params.get("name")
+        arguments = ctx.params.get("arguments")
+        call = ToolCall(name if isinstance(name, str) else "",
+                        arguments if isinstance(arguments, dict) else {})
+        return await fn(ctx, call, call_next)
+
+    around_tools.__name__ = getattr(fn, "__name__", "tool_middleware")
+    around_tools.__doc__ = fn.__doc__
+    return around_tools
+
+
+class Chain:
+    """The transport's middleware, run in order around the server's ``handle``."""
+
+    __slots__ = ("rate_limit", "user")
+
+    def __init__(self, rate_limit: RateLimit, middleware: Sequence[Middleware] = ()) -> None:
+        self.rate_limit = rate_limit
+        #: The middleware the application added, in order.
+        self.user: list[Middleware] = list(middleware)
+
+    def active(self, options: TransportOptions) -> bool:
+        """Whether a request must go through the chain at all."""
+        return bool(self.user) or options.rate_limit_per_principal is not None
+
+    async def run(self, ctx: Context, endpoint: Endpoint) -> dict[str, Any]:
+        links: list[Middleware] = [self.rate_limit, *self.user]
+
+        async def step(i: int) -> dict[str, Any]:
+            if i == len(links):
+                return await endpoint(ctx.method, ctx.params, ctx)
+            return await links[i](ctx, lambda: step(i + 1))
+
+        return await step(0)
+
+
+class RateLimit:
+    """At most ``rate_limit_per_principal`` requests per minute per caller.
+
+    A token bucket per caller: it holds up to the limit, refills at limit/60 a second,
+    and each request takes one token; a request finding less than one is refused with
+    -32029 (``data.retryAfter``), HTTP 429 and ``Retry-After`` (whole seconds until a
+    token is back).  The caller is the principal's subject when authenticated, else the
+    client's address.  The option is read on every request, so a change applies at once.
+    """
+
+    def __init__(self, options: TransportOptions,
+                 max_buckets: int = MAX_RATE_BUCKETS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.options = options
+        self.max_buckets = max_buckets
+        self.clock = clock
+        self._buckets: OrderedDict[str, list[float]] = OrderedDict()  # key -> [tokens, at]
+
+    def __len__(self) -> int:
+        return len(self._buckets)
+
+    @staticmethod
+    def key(ctx: Context) -> str:
+        p = ctx.principal
+        if p.subject is not None:
+            return f"{p.method}:{p.subject}"
+        return f"address:{ctx.remote_ip or '-'}"
+
+    def take(self, key: str) -> float | None:
+        """Take a token for ``key``: ``None`` when allowed, else seconds until allowed."""
+        limit = self.options.rate_limit_per_principal
+        if limit is None:
+            return None
+        now = self.clock()
+        rate = limit / 60.0
+        buckets = self._buckets
+        bucket = buckets.get(key)
+        if bucket is None:
+            if len(buckets) >= self.max_buckets:
+                buckets.popitem(last=False)
+            bucket = buckets[key] = [float(limit), now]
+        else:
+            buckets.move_to_end(key)
+            bucket[0] = min(float(limit), bucket[0] + (now - bucket[1]) * rate)
+            bucket[1] = now
+        if bucket[0] >= 1.0:
+            bucket[0] -= 1.0
+            return None
+        return (1.0 - bucket[0]) / rate
+
+    async def __call__(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
+        wait = self.take(self.key(ctx))
+        if wait is None:
+            return await call_next()
+        seconds = max(1, math.ceil(wait))
+        raise Refused(f"Too many requests: the limit is {self.options.rate_limit_per_principal}"
+                      f" per minute; retry after {seconds} s",
+                      status=429, code=RATE_LIMITED, data={"retryAfter": seconds},
+                      headers={HEADER_RETRY_AFTER: str(seconds)},
+                      refusal=Refusal.RATE_LIMIT_PER_PRINCIPAL)
