@@ -187,6 +187,14 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
                "Frames one SSE stream may have queued; a consumer past it is disconnected."),
     OptionSpec("stream_stall_timeout", "seconds", 30.0, True, True,
                "Seconds a stream's pending write may make no progress before it is dropped."),
+    OptionSpec("max_tasks", "int", 1000, True, True,
+               "Tasks kept at once, running or finished within their TTL; a new task over it "
+               "is refused."),
+    OptionSpec("max_task_result_bytes", "int", 1 * MiB, True, True,
+               "Largest task result kept, in JSON bytes; a task over it fails instead."),
+    OptionSpec("task_ttl", "seconds", 3600.0, False, True,
+               "Seconds a task is kept from its creation; work still running then is "
+               "cancelled."),
 )
 
 SPECS_BY_NAME: dict[str, OptionSpec] = {s.name: s for s in OPTION_SPECS}
@@ -233,6 +241,9 @@ class TransportOptions:
     server_to_client_request_timeout: float
     max_stream_queue: int
     stream_stall_timeout: float | None
+    max_tasks: int | None
+    max_task_result_bytes: int | None
+    task_ttl: float
 
     def __init__(self, **values: Any) -> None:
         object.__setattr__(self, "_lock", threading.Lock())

@@ -28,6 +28,8 @@ from ..protocol import INTERNAL_ERROR, LEGACY_VERSIONS, MODERN_VERSIONS, Refusal
 from ..server import Server
 from ..session import Session, SessionStore
 from ..sse import SSEChannel, frame
+from ..tasks.manager import TaskManager
+from ..tasks.store import TaskStore
 from .handler import MCPHandler
 from .linger import linger_close
 from .security import RebindingGuard
@@ -45,14 +47,15 @@ class Transport:
         app = tornado.web.Application([*transport.routes("/mcp"), ...])
 
     Keyword arguments are :class:`~tornado_mcp.options.TransportOptions` (or pass
-    ``options=``).  Mount it with :meth:`routes` or :meth:`mount`, stop it with
+    ``options=``); ``task_store`` is where tasks are kept (in-process by default, see
+    :mod:`tornado_mcp.tasks`).  Mount it with :meth:`routes` or :meth:`mount`, stop it with
     :meth:`close`, and read what it holds with :meth:`snapshot`.  Everything runs on the
     application's IOLoop; the notify methods of :class:`~tornado_mcp.Server` and
     :class:`~tornado_mcp.Session` may be called from other threads.
     """
 
-    def __init__(self, server: Server, options: TransportOptions | None = None,
-                 **option_values: Any) -> None:
+    def __init__(self, server: Server, options: TransportOptions | None = None, *,
+                 task_store: TaskStore | None = None, **option_values: Any) -> None:
         if options is not None and option_values:
             raise TypeError("pass either options= or option keywords, not both")
         self.server = server
@@ -76,6 +79,8 @@ class Transport:
         self._reaper: PeriodicCallback | None = None
         self._handlers: set[MCPHandler] = set()
         self._lingering: set[asyncio.Future[None]] = set()
+        #: Tasks: tool calls answered with a handle the client polls.
+        self.tasks = TaskManager(self, task_store)
         server.add_sink(self)
 
     # -- mounting ---------------------------------------------------------------------------
@@ -248,6 +253,7 @@ class Transport:
             task.cancel()
         if self._lingering:
             await asyncio.wait(list(self._lingering), timeout=timeout)
+        await self.tasks.close()
         self.server.remove_sink(self)
 
     def snapshot(self, sessions: bool = True, streams: bool = True,

@@ -34,6 +34,7 @@ from ..schemas import INITIALIZE_PARAMS, load
 from ..session import Session
 from . import headers
 from .jsonrpc import Kind, Reply, classify, error_body, safe_id, valid_id
+from ..tasks import methods as tasks
 from .request import dispatch, run_request
 
 if TYPE_CHECKING:
@@ -187,6 +188,7 @@ async def _initialize(h: MCPHandler, message: dict[str, Any], body: bytes) -> No
         return
     version = t.server.negotiate_version(p["protocolVersion"], opts.protocol_versions)
     result = {"jsonrpc": "2.0", "id": request_id, "result": t.server.initialize_result(version)}
+    tasks.decorate_initialize(t.tasks, result["result"], version)
     if opts.stateless:
         h.send_json(200, result)
         return

@@ -24,9 +24,11 @@ from ..protocol import (
     INVALID_REQUEST,
     REQUEST_TIMEOUT,
     RESOURCES_UPDATED,
+    TOOLS_CALL,
 )
 from ..session import Session
 from ..sse import frame
+from ..tasks import methods as tasks
 from .jsonrpc import error_body, safe_id, valid_id
 
 if TYPE_CHECKING:
@@ -184,7 +186,13 @@ async def dispatch(stream: RequestStream, message: dict[str, Any], session: Sess
     task = asyncio.current_task()
     ctx.task = task
     try:
-        result = await t.server.handle(method, ctx.params, ctx)
+        result = None
+        if method in tasks.TASK_METHODS or method == TOOLS_CALL:
+            result = await tasks.intercept(t.tasks, method, ctx)  # None: not a task
+        if result is None:
+            result = await t.server.handle(method, ctx.params, ctx)
+            if method in tasks.DECORATED:
+                result = tasks.decorate(t.tasks, method, result, ctx)
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
     except asyncio.CancelledError:
         if not ctx.cancelled or task is None:
