@@ -19,7 +19,7 @@ See ``docs/getting-started.md`` for the tour and ``docs/options.md`` for every l
 from .context import Context
 from .errors import MCPError, MissingClientCapability, ResourceNotFound, ToolError
 from .identity import ANONYMOUS, Principal
-from .introspection import SessionInfo, Snapshot, StreamInfo, Totals
+from .introspection import SessionInfo, Snapshot, StreamInfo, TaskTotals, Totals
 from .mrtr import InputRequired, RequestStateCodec, elicitation, roots, sampling
 from .options import OptionError, TransportOptions
 from .primitives import PromptArgument, audio, embedded_resource, image, text
@@ -45,6 +45,7 @@ __all__ = [
     "Session",
     "SessionInfo",
     "Snapshot",
+    "TaskTotals",
     "StreamInfo",
     "ToolError",
     "Totals",

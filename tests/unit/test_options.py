@@ -250,9 +250,11 @@ def test_every_bound_is_nullable_exactly_as_documented() -> None:
     assert NULLABLE == [
         "listen_keepalive_interval", "max_initialize_request_bytes",
         "max_listen_subscriptions", "max_resource_subscription_bytes", "max_sessions",
+        "max_task_result_bytes", "max_tasks",
         "session_idle_timeout", "sse_keepalive_interval", "stream_stall_timeout"]
     assert NOT_NULLABLE_BOUNDS == [
-        "max_request_bytes", "max_stream_queue", "server_to_client_request_timeout"]
+        "max_request_bytes", "max_stream_queue", "server_to_client_request_timeout",
+        "task_ttl"]
 
 
 @pytest.mark.parametrize("name", INT_BOUNDS)
