@@ -38,8 +38,9 @@ def add_option_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--uvloop", action="store_true",
                         help="run on uvloop (pip install 'tornado-mcp[speed]')")
     parser.add_argument("--redis-url", default=None,
-                        help="share notifications with other processes through this Redis "
-                             "(e.g. redis://127.0.0.1:6379/0); one process needs none")
+                        help="share notifications and tasks with other processes through "
+                             "this Redis (e.g. redis://127.0.0.1:6379/0); one process needs "
+                             "none")
     group = parser.add_argument_group("transport options ('none' removes a bound)")
     for spec in OPTION_SPECS:
         default = spec.default
@@ -85,7 +86,11 @@ async def _serve(server: Server, options: TransportOptions, args: argparse.Names
         from .scaleout import RedisBus
         bus = RedisBus(server, args.redis_url)
         await bus.start()
-    transport = Transport(server, options=options)
+    task_store = None
+    if args.redis_url:  # tasks too are kept where every process sees them
+        from .tasks.redis_store import RedisTaskStore
+        task_store = RedisTaskStore(args.redis_url)
+    transport = Transport(server, options=options, task_store=task_store)
     routes: list[Any] = [*transport.routes(args.path)]
     if extra_routes is not None:
         routes.extend(extra_routes(transport))

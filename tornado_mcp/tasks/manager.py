@@ -112,6 +112,7 @@ class TaskManager:
         self.jobs: dict[str, Job] = {}
         self.created_total = 0
         self._started: asyncio.Future[None] | None = None
+        self._deliveries: set[asyncio.Future[None]] = set()
 
     async def ready(self) -> TaskStore:
         """The store, started on first use."""
@@ -253,7 +254,9 @@ class TaskManager:
             self._stop(task_id, expired=False)
         responses = message.get("inputResponses")
         if isinstance(responses, dict):
-            asyncio.ensure_future(self.deliver(job.record, responses))
+            delivery = asyncio.ensure_future(self.deliver(job.record, responses))
+            self._deliveries.add(delivery)
+            delivery.add_done_callback(self._deliveries.discard)
 
     # -- recording ---------------------------------------------------------------------------
     async def _change(self, job: Job, status: Status, message: str | None = None) -> None:

@@ -53,7 +53,7 @@ MAX_TASK_ID_LENGTH = 256
 #: ``tasks/list`` page size.
 LIST_PAGE = 100
 #: The 2025-11-25 server capability.
-LEGACY_CAPABILITY = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+LEGACY_CAPABILITY: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
 
 
 def owner_of(ctx: Context) -> str:
@@ -88,8 +88,9 @@ async def intercept(m: TaskManager, method: str, ctx: Context) -> dict[str, Any]
     if not isinstance(task_id, str) or not task_id or len(task_id) > MAX_TASK_ID_LENGTH:
         raise MCPError(INVALID_PARAMS, "Invalid params: taskId must be a non-empty string "
                                        f"of at most {MAX_TASK_ID_LENGTH} characters")
+    responses: dict[str, Any] = {}
     if method == TASKS_UPDATE:
-        responses = ctx.params.get("inputResponses")
+        responses = ctx.params.get("inputResponses")  # type: ignore[assignment]
         if not isinstance(responses, dict) or \
                 not all(isinstance(v, dict) for v in responses.values()):
             raise MCPError(INVALID_PARAMS,
@@ -139,7 +140,8 @@ async def _call(m: TaskManager, ctx: Context) -> dict[str, Any] | None:
         task = ctx.params.get("task")
         wanted = legacy_tasks(ctx) and isinstance(task, dict)
         if legacy_tasks(ctx) and not wanted and support.support == "required":
-            raise MCPError(METHOD_NOT_FOUND, f"Tool {ctx.params.get('name')} must be called as a task")
+            raise MCPError(METHOD_NOT_FOUND,
+                           f"Tool {ctx.params.get('name')} must be called as a task")
         requested = task.get("ttl") if isinstance(task, dict) else None
         ttl = requested / 1000 if isinstance(requested, int | float) and requested > 0 \
             else None

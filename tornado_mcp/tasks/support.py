@@ -85,7 +85,7 @@ def task_tool(server: Server, name: str | None = None, *, support: str = "option
     return register
 
 
-class RunAsTask(MCPError):  # noqa: N818 - it is a hand-over, not a failure
+class RunAsTask(MCPError):
     """Raise from a ``deferred`` task tool to continue as a task: ``work`` is awaited in
     the task and its value becomes the task's result (what a tool may return: text,
     content blocks, a result dict).

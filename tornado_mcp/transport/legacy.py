@@ -32,9 +32,9 @@ from ..protocol import (
 )
 from ..schemas import INITIALIZE_PARAMS, load
 from ..session import Session
+from ..tasks import methods as tasks
 from . import headers
 from .jsonrpc import Kind, Reply, classify, error_body, safe_id, valid_id
-from ..tasks import methods as tasks
 from .request import dispatch, run_request
 
 if TYPE_CHECKING:
@@ -187,8 +187,9 @@ async def _initialize(h: MCPHandler, message: dict[str, Any], body: bytes) -> No
         h.send_json(200, error_body(request_id, exc.code, exc.message))
         return
     version = t.server.negotiate_version(p["protocolVersion"], opts.protocol_versions)
-    result = {"jsonrpc": "2.0", "id": request_id, "result": t.server.initialize_result(version)}
-    tasks.decorate_initialize(t.tasks, result["result"], version)
+    initialized = t.server.initialize_result(version)
+    tasks.decorate_initialize(t.tasks, initialized, version)
+    result = {"jsonrpc": "2.0", "id": request_id, "result": initialized}
     if opts.stateless:
         h.send_json(200, result)
         return
