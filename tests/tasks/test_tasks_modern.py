@@ -9,6 +9,7 @@ method.  ``tasks/result`` and ``tasks/list`` do not exist at 2026-07-28.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 
 import pytest
@@ -143,3 +144,39 @@ async def test_tools_list_and_discover_declare_task_support(srv: Running) -> Non
     caps = result_of(await srv.modern("server/discover"))["capabilities"]
     assert caps["extensions"] == {EXT: {}}
     assert "tasks" not in caps
+
+
+async def test_listen_streams_hear_the_tasks_they_name(srv: Running) -> None:
+    task_id = await start(srv, "slow_compute", {"seconds": 0.3})
+    stream = await srv.listen({"taskIds": [task_id, task_id]}, meta=task_meta())
+    try:
+        await stream.wait_messages(1)
+        ack = stream.messages[0]
+        assert ack["params"]["notifications"] == {"taskIds": [task_id]}
+        await stream.wait_messages(2)
+        note = stream.messages[1]
+        assert note["method"] == "notifications/tasks/status"
+        params = note["params"]
+        assert params["_meta"] == {"io.modelcontextprotocol/subscriptionId": "listen-1"}
+        assert (params["taskId"], params["status"]) == (task_id, "completed")
+        assert tool_text(params["result"]) == "Computed result after 0.3 s"
+    finally:
+        stream.close()
+
+
+async def test_listen_for_tasks_needs_the_extension_and_bounded_ids(srv: Running) -> None:
+    refused = await srv.listen({"taskIds": ["a"]}, meta=task_meta({}))
+    await refused.wait_closed()
+    assert refused.status == 400
+    assert json.loads(refused.raw)["error"]["code"] == -32021
+    too_many = await srv.listen({"taskIds": [f"t{i}" for i in range(101)]}, meta=task_meta())
+    await too_many.wait_closed()
+    assert too_many.status == 400
+    assert json.loads(too_many.raw)["error"]["message"] == \
+        "Invalid params: subscriptions/listen `taskIds` exceeds 100 ids"
+    at_bound = await srv.listen({"taskIds": [f"t{i}" for i in range(100)]}, meta=task_meta())
+    try:
+        await at_bound.wait_messages(1)
+        assert len(at_bound.messages[0]["params"]["notifications"]["taskIds"]) == 100
+    finally:
+        at_bound.close()

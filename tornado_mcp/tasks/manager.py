@@ -42,6 +42,7 @@ from ..protocol import (
 from .record import Status, TaskRecord
 from .store import TaskStore
 from .support import RunAsTask, tool_result
+from .watch import Watchers
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -113,6 +114,8 @@ class TaskManager:
         self.created_total = 0
         self._started: asyncio.Future[None] | None = None
         self._deliveries: set[asyncio.Future[None]] = set()
+        #: Listen streams watching tasks (``taskIds``).
+        self.watchers = Watchers()
 
     async def ready(self) -> TaskStore:
         """The store, started on first use."""
@@ -296,11 +299,12 @@ class TaskManager:
         await self._change(job, status, message)
 
     def _announce(self, job: Job) -> None:
-        """``notifications/tasks/status`` on the creating session's GET stream
-        (2025-11-25 tasks); the task's record is the notification's params."""
+        """``notifications/tasks/status``: on the creating session's GET stream
+        (2025-11-25 tasks), and on the listen streams watching the task (2026-07-28)."""
         session = job.session
         if session is not None:
             session.send_notification(TASKS_STATUS, job.record.legacy_task())
+        self.watchers.announce(job.record)
 
     async def wait_change(self, record: TaskRecord, timeout: float) -> None:
         """Wait until the task changes (a local one), or ``timeout`` seconds."""
