@@ -190,7 +190,7 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("max_tasks", "int", 1000, True, True,
                "Tasks kept at once, running or finished within their TTL; a new task over it "
                "is refused."),
-    OptionSpec("max_task_result_bytes", "int", 1 * MiB, True, True,
+    OptionSpec("max_task_result_bytes", "int", 256 * KiB, True, True,
                "Largest task result kept, in JSON bytes; a task over it fails instead."),
     OptionSpec("task_ttl", "seconds", 3600.0, False, True,
                "Seconds a task is kept from its creation; work still running then is "
