@@ -101,6 +101,15 @@ tornado_mcp_option_server_to_client_request_timeout 600.0
 # HELP tornado_mcp_option_stream_stall_timeout Current value of the stream_stall_timeout option (seconds); +Inf means no limit.
 # TYPE tornado_mcp_option_stream_stall_timeout gauge
 tornado_mcp_option_stream_stall_timeout 30.0
+# HELP tornado_mcp_option_max_tasks Current value of the max_tasks option; +Inf means no limit.
+# TYPE tornado_mcp_option_max_tasks gauge
+tornado_mcp_option_max_tasks 1000
+# HELP tornado_mcp_option_max_task_result_bytes Current value of the max_task_result_bytes option; +Inf means no limit.
+# TYPE tornado_mcp_option_max_task_result_bytes gauge
+tornado_mcp_option_max_task_result_bytes 262144
+# HELP tornado_mcp_option_task_ttl Current value of the task_ttl option (seconds); +Inf means no limit.
+# TYPE tornado_mcp_option_task_ttl gauge
+tornado_mcp_option_task_ttl 3600
 # HELP tornado_mcp_requests_total JSON-RPC messages handled since the transport started.
 # TYPE tornado_mcp_requests_total counter
 tornado_mcp_requests_total 212

@@ -134,3 +134,15 @@ async def test_task_ttl_cancels_running_work_and_forgets_the_task() -> None:
         await start(srv, "sleeper", {"seconds": 0})
         tasks = srv.transport.snapshot().tasks
         assert tasks is not None and tasks.kept == 1
+
+
+async def test_a_finished_task_is_forgotten_when_its_ttl_ends() -> None:
+    async with running(bounded_server(), task_ttl=0.3) as srv:
+        task_id = await start(srv, "sized", {"n": 10})
+        assert (await until(srv, task_id))["status"] == "completed"
+        assert srv.transport.snapshot().tasks.kept == 1
+        # No request comes in: the expiry timer alone forgets it.
+        await wait_until(lambda: srv.transport.snapshot().tasks.kept == 0)
+        assert srv.transport.snapshot().tasks.result_bytes == 0
+        assert_refused(await task_request(srv, "tasks/get", task_id), 400, -32602,
+                       request_id=1)

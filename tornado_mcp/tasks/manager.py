@@ -85,7 +85,7 @@ class Job:
     """A task running in this process."""
 
     __slots__ = ("changed", "ctx", "expired", "inputs", "keys", "params", "record",
-                 "round", "session", "task", "timer")
+                 "round", "session", "task")
 
     def __init__(self, record: TaskRecord, ctx: Context, params: dict[str, Any],
                  session: Session | None) -> None:
@@ -94,7 +94,6 @@ class Job:
         self.params = params
         self.session = session  # a 2025-11-25 task's session: status notifications go there
         self.task: asyncio.Task[None] | None = None
-        self.timer: asyncio.TimerHandle | None = None
         self.expired = False
         self.round = 0
         self.keys: dict[str, str] = {}  # wire key -> the handler's key, this round
@@ -114,6 +113,8 @@ class TaskManager:
         self.created_total = 0
         self._started: asyncio.Future[None] | None = None
         self._deliveries: set[asyncio.Future[None]] = set()
+        #: One timer per kept task, at its expiry: nothing outlives its TTL.
+        self._timers: dict[str, asyncio.TimerHandle] = {}
         #: Listen streams watching tasks (``taskIds``).
         self.watchers = Watchers()
 
@@ -151,9 +152,16 @@ class TaskManager:
         self.jobs[record.task_id] = job
         job.task = asyncio.ensure_future(self._run(job, work))
         job.ctx.task = job.task
-        job.timer = asyncio.get_running_loop().call_later(ttl, self._stop, record.task_id,
-                                                          True)
+        self._timers[record.task_id] = asyncio.get_running_loop().call_later(
+            ttl, self._expire, record.task_id, record.expires_at)
         return record
+
+    def _expire(self, task_id: str, expires_at: float) -> None:
+        """The task's TTL elapsed: stop its work if it still runs, forget the record (the
+        loop's clock may run a little ahead of the wall clock: sweep up to the expiry)."""
+        self._timers.pop(task_id, None)
+        self._stop(task_id, expired=True)
+        self.store.expired(max(time.time(), expires_at))
 
     def _task_context(self, ctx: Context, params: dict[str, Any],
                       record: TaskRecord) -> Context:
@@ -277,8 +285,6 @@ class TaskManager:
     async def _finish(self, job: Job, status: Status, result: dict[str, Any] | None = None,
                       error: dict[str, Any] | None = None, message: str | None = None) -> None:
         record = job.record
-        if job.timer is not None:
-            job.timer.cancel()
         if result is not None:
             result = _clean(result)
             size = len(jsonio.dumps(result))
@@ -318,6 +324,9 @@ class TaskManager:
     # -- lifecycle ---------------------------------------------------------------------------
     async def close(self) -> None:
         """Cancel every running task (each settles ``cancelled``) and close the store."""
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
         jobs = [j.task for j in self.jobs.values() if j.task is not None]
         for task_id in list(self.jobs):
             self._stop(task_id, expired=False)
