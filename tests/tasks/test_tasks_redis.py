@@ -1,6 +1,7 @@
 """Tasks kept in Redis: two real server processes (``examples/conformance_server.py
 --redis-url``) and one real redis-server.  A task started on one process is polled,
-updated and cancelled through the other, and ``max_tasks`` bounds both together.
+updated and cancelled through the other, and ``max_tasks`` bounds both together.  A
+cancel for a task whose process is gone settles the record where it arrived.
 """
 
 from __future__ import annotations
@@ -10,6 +11,10 @@ from conftest import ServerFactory
 from mcp_http import Running, assert_refused, result_of, tool_text
 from tasks_http import call, start, task_request, until
 from test_scaleout import redis_url  # noqa: F401 - the real redis-server fixture
+
+from tornado_mcp import Server, Transport
+from tornado_mcp.tasks import TaskRecord
+from tornado_mcp.tasks.redis_store import RedisTaskStore
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -45,3 +50,24 @@ async def test_a_task_started_on_one_process_is_driven_from_another(
     finally:
         a.client.close()
         b.client.close()
+
+
+async def test_a_cancel_for_a_runner_that_is_gone_settles_the_record(
+        redis_url: str) -> None:  # noqa: F811
+    transport = Transport(Server("here"), task_store=RedisTaskStore(redis_url))
+    store = await transport.tasks.ready()
+    try:
+        orphan = TaskRecord(task_id="orphan", owner="", era="modern", tool="slow", ttl=60,
+                            runner="a-process-that-is-gone")
+        assert await store.create(orphan, limit=None)
+        assert await store.signal(orphan, {"cancel": True}) is False
+        await transport.tasks.cancel(orphan)
+        settled = await store.get("orphan")
+        assert settled is not None and settled.status == "cancelled"
+        # This process's own heartbeat is live: a signal to it is published.
+        mine = TaskRecord(task_id="mine", owner="", era="modern", tool="slow", ttl=60,
+                          runner=transport.tasks.process_id)
+        assert await store.create(mine, limit=None)
+        assert await store.signal(mine, {"cancel": True}) is True
+    finally:
+        await transport.close()
