@@ -52,6 +52,7 @@ class OverviewHandler(AdminHandler):
                         "limit": limits.get("max_listen_subscriptions")},
             "get_streams": t.get_streams,
             "in_flight": t.in_flight,
+            "tasks": _tasks(snap),
             "retained": {
                 "bytes": t.retained_bytes,
                 "values": t.retained_values,
@@ -110,6 +111,17 @@ class HistoryHandler(AdminHandler):
         samples = self.admin.history.since(since)
         self.write_json({"now": time.time(), "interval": 1.0,
                          "samples": [s.as_dict() for s in samples]})
+
+
+def _tasks(snap: Any) -> dict[str, Any]:
+    """The task store's state against its bounds."""
+    tasks = snap.tasks
+    limits = snap.limits
+    return {"store": tasks.store if tasks else None, "count": tasks.kept if tasks else 0,
+            "limit": limits.get("max_tasks"), "running": tasks.running if tasks else 0,
+            "by_status": dict(tasks.by_status) if tasks else {},
+            "result_bytes": tasks.result_bytes if tasks else 0,
+            "result_limit": limits.get("max_task_result_bytes")}
 
 
 def _bounds(limits: dict[str, Any]) -> dict[str, Any]:

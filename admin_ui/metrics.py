@@ -121,6 +121,13 @@ def families(snap: Snapshot, process: ProcessStats, cpu_seconds: float) -> list[
             t.subscription_uri_bytes)
     f.usage("get_streams", "Legacy GET (standalone SSE) streams open now.", t.get_streams)
     f.usage("in_flight_requests", "Requests being handled now.", t.in_flight)
+    if snap.tasks is not None:
+        f.usage("tasks_kept", "Tasks kept: running, waiting for input, or finished.",
+                snap.tasks.kept)
+        f.usage("tasks_running", "Tasks whose work runs in this process now.",
+                snap.tasks.running)
+        f.usage("task_result_bytes", "JSON bytes of the task results kept.",
+                snap.tasks.result_bytes)
 
     shown = {"max_sessions", "max_listen_subscriptions", "max_initialize_request_bytes",
              "max_resource_subscription_bytes", "max_stream_queue"}

@@ -36,7 +36,10 @@ from tornado_mcp import (
     sampling,
     text,
 )
+from tornado_mcp.errors import MCPError
 from tornado_mcp.primitives import audio
+from tornado_mcp.protocol import INTERNAL_ERROR
+from tornado_mcp.tasks import RunAsTask, task_tool
 
 # A 1x1 PNG and a tiny WAV.
 PNG = base64.b64decode(
@@ -404,7 +407,65 @@ def build_server() -> Server:
         options = ["paris", "park", "party"] if argument.get("name") == "arg1" else []
         return [o for o in options if o.startswith(value)]
 
+    add_task_fixtures(server)
     return server
+
+
+def add_task_fixtures(server: Server) -> None:
+    """The tools the tasks scenarios call (``io.modelcontextprotocol/tasks``)."""
+
+    @server.tool(description="Greets by name; never a task")
+    def greet(name: str) -> str:
+        return f"Hello, {name}!"
+
+    @task_tool(server, support="optional", description="Sleeps, then answers; a task")
+    async def slow_compute(seconds: float = 1.0, label: str = "") -> str:
+        await asyncio.sleep(seconds)
+        return f"Computed {label or 'result'} after {seconds:g} s"
+
+    @task_tool(server, support="required", description="A task whose tool reports an error")
+    async def failing_job() -> str:
+        await asyncio.sleep(0.5)
+        raise ToolError("failing_job always fails")
+
+    @task_tool(server, support="optional", description="A task that fails with an error")
+    async def protocol_error_job() -> str:
+        await asyncio.sleep(0.1)
+        raise MCPError(INTERNAL_ERROR, "protocol_error_job always fails")
+
+    confirm_schema = {"type": "object", "properties": {"confirm": {"type": "boolean"}}}
+
+    @task_tool(server, support="optional", description="A task that asks for confirmation")
+    def confirm_delete(filename: str, ctx: Context) -> str | InputRequired:
+        answer = ctx.input_response("confirm")
+        if not isinstance(answer, dict):
+            return InputRequired({"confirm": elicitation(f"Delete {filename}?",
+                                                         confirm_schema)})
+        confirmed = answer.get("action") == "accept"
+        return f"{'Deleted' if confirmed else 'Kept'} {filename}"
+
+    @task_tool(server, support="optional", description="A task asking two things at once")
+    def multi_input(ctx: Context) -> str | InputRequired:
+        name, confirm = ctx.input_response("name"), ctx.input_response("confirm")
+        if not isinstance(name, dict) or not isinstance(confirm, dict):
+            return InputRequired({
+                "name": elicitation("Your name?", NAME_SCHEMA),
+                "confirm": elicitation("Proceed?", confirm_schema)})
+        return f"Done for {(name.get('content') or {}).get('name', 'someone')}"
+
+    @task_tool(server, support="required", deferred=True,
+               description="Asks for a name inline, then continues as a task")
+    def test_tool_with_task(ctx: Context) -> str | InputRequired:
+        answer = ctx.input_response("user_name")
+        if not isinstance(answer, dict):
+            return InputRequired({"user_name": elicitation("What is your name?",
+                                                           NAME_SCHEMA)})
+        name = (answer.get("content") or {}).get("name", "stranger")
+
+        async def work() -> str:
+            await asyncio.sleep(0.2)
+            return f"Hello, {name}! (from a task)"
+        raise RunAsTask(work())
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -116,6 +116,15 @@ tornado_mcp_option_sse_retry_interval 1.0
 # HELP tornado_mcp_option_rate_limit_per_principal Current value of the rate_limit_per_principal option; +Inf means no limit.
 # TYPE tornado_mcp_option_rate_limit_per_principal gauge
 tornado_mcp_option_rate_limit_per_principal +Inf
+# HELP tornado_mcp_option_max_tasks Current value of the max_tasks option; +Inf means no limit.
+# TYPE tornado_mcp_option_max_tasks gauge
+tornado_mcp_option_max_tasks 1000
+# HELP tornado_mcp_option_max_task_result_bytes Current value of the max_task_result_bytes option; +Inf means no limit.
+# TYPE tornado_mcp_option_max_task_result_bytes gauge
+tornado_mcp_option_max_task_result_bytes 262144
+# HELP tornado_mcp_option_task_ttl Current value of the task_ttl option (seconds); +Inf means no limit.
+# TYPE tornado_mcp_option_task_ttl gauge
+tornado_mcp_option_task_ttl 3600
 # HELP tornado_mcp_requests_total JSON-RPC messages handled since the transport started.
 # TYPE tornado_mcp_requests_total counter
 tornado_mcp_requests_total 212

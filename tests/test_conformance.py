@@ -4,8 +4,10 @@
 * 0.1.16 (npm ``latest``): its active suite, 30 scenarios, all must pass.
 * 0.2.0-alpha.11 ("next"): ``--requirements 2025-11-25`` (30 server scenarios) and
   ``--requirements 2026-07-28`` (37), all required scenarios must pass; in the 2026-07-28 run
-  the harness also runs, unscored, the extension ``tasks-*`` scenarios (ignored here) and the
-  pending ones, of which ``EXTRA_2026_SCENARIOS`` must pass as well.
+  the harness also runs, unscored, the extension ``tasks-*`` scenarios (``TASKS_SCENARIOS``:
+  every one must pass, with no warning) and the pending ones, of which
+  ``EXTRA_2026_SCENARIOS`` must pass as well.  The tasks extension attaches to 2026-07-28
+  only; neither the 0.1.16 suite nor the 2025-11-25 requirements have tasks scenarios.
 
 ``./dev test`` installs the harness into ``.peers/`` and exports ``MCP_NODE`` (a Node 22
 binary), ``MCP_CONFORMANCE_016`` and ``MCP_CONFORMANCE_NEXT`` (the two CLIs' entry points).
@@ -43,6 +45,14 @@ EXTRA_2026_SCENARIOS = (
     "http-header-validation",
     "http-custom-header-server-validation",
     "json-schema-2020-12",
+)
+
+#: The ``io.modelcontextprotocol/tasks`` extension's scenarios (run with 2026-07-28).
+TASKS_SCENARIOS = (
+    "tasks-lifecycle", "tasks-capability-negotiation", "tasks-wire-fields",
+    "tasks-request-state-removal", "tasks-mrtr-input", "tasks-request-headers",
+    "tasks-dispatch-and-envelope", "tasks-status-notifications", "tasks-required-task-error",
+    "tasks-mrtr-composition",
 )
 
 pytestmark = [pytest.mark.conformance, pytest.mark.timeout(HARNESS_TIMEOUT_S + 60)]
@@ -86,6 +96,13 @@ class HarnessRun:
                     message = check.get("errorMessage") or check.get("description") or ""
                     lines.append(f"{scenario}: [{check.get('id')}] {check.get('name')}: {message}")
         return lines
+
+    def warnings(self, scenarios: Iterable[str]) -> list[str]:
+        """One line per check that ended in a warning."""
+        return [f"{scenario}: [{check.get('id')}] {check.get('name')}: "
+                f"{check.get('errorMessage') or ''}"
+                for scenario in scenarios for check in self.scenarios.get(scenario, [])
+                if check.get("status") == "WARNING"]
 
     def summary(self, limit: int = 6000) -> str:
         """The harness's closing summary (or the tail of its output), without colours."""
@@ -240,3 +257,16 @@ def test_strict_scenarios_pass_without_warnings(
     assert statuses["server-sse-priming-event"] == "SUCCESS", statuses
     assert statuses["server-sse-retry-field"] == "SUCCESS", statuses
     assert run.returncode == 0, run.report(f"{title}: harness failed", [], conformance_server)
+
+
+def test_next_harness_tasks_extension_scenarios(
+    conformance_server: ServerProc,
+    next_runs: dict[str, HarnessRun],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The tasks extension, run unscored by ``--requirements 2026-07-28``; required by us,
+    warnings included."""
+    run = requirements_run("2026-07-28", conformance_server, next_runs, tmp_path_factory)
+    problems = run.problems(TASKS_SCENARIOS) + run.warnings(TASKS_SCENARIOS)
+    title = "conformance 0.2.0-alpha.11 tasks extension scenarios"
+    assert not problems, run.report(title, problems, conformance_server)

@@ -19,7 +19,7 @@ See ``docs/getting-started.md`` for the tour and ``docs/options.md`` for every l
 from .context import Context
 from .errors import MCPError, MissingClientCapability, ResourceNotFound, ToolError
 from .identity import ANONYMOUS, Principal
-from .introspection import SessionInfo, Snapshot, StreamInfo, Totals
+from .introspection import SessionInfo, Snapshot, StreamInfo, TaskTotals, Totals
 from .mrtr import (
     ElicitationSchemaError,
     InputRequired,
@@ -57,6 +57,7 @@ __all__ = [
     "SessionInfo",
     "Snapshot",
     "StreamInfo",
+    "TaskTotals",
     "ToolError",
     "Totals",
     "Transport",

@@ -63,7 +63,7 @@ def add_option_flags(parser: argparse.ArgumentParser) -> None:
                         help="run on uvloop (pip install 'tornado-mcp[speed]')")
     parser.add_argument("--redis-url", default=None,
                         help="join the processes sharing this Redis (notifications, limits, "
-                             "sessions, requestState key; e.g. redis://127.0.0.1:6379/0); "
+                             "sessions, tasks, requestState key; e.g. redis://127.0.0.1:6379/0); "
                              "one process needs none")
     group = parser.add_argument_group("transport options ('none' removes a bound)")
     for spec in OPTION_SPECS:
@@ -119,7 +119,11 @@ def serve(server: Server, args: argparse.Namespace,
 
 async def _serve(server: Server, options: TransportOptions, args: argparse.Namespace,
                  extra_routes: Callable[[Transport], list[Any]] | None) -> None:
-    transport = Transport(server, options=options)
+    task_store = None
+    if args.redis_url:  # tasks too are kept where every process sees them
+        from .tasks.redis_store import RedisTaskStore
+        task_store = RedisTaskStore(args.redis_url)
+    transport = Transport(server, options=options, task_store=task_store)
     routes: list[Any] = [*transport.routes(args.path)]
     if extra_routes is not None:
         routes.extend(extra_routes(transport))

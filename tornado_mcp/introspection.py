@@ -60,6 +60,18 @@ class Totals:
 
 
 @dataclass(frozen=True)
+class TaskTotals:
+    """What the transport's task store keeps (this process's tasks)."""
+
+    store: str  # "memory" or "redis"
+    kept: int  # records kept: running, waiting for input, or finished within their TTL
+    running: int  # work running in this process
+    by_status: dict[str, int]  # status -> records kept
+    result_bytes: int  # JSON bytes of the kept results and errors
+    created_total: int  # tasks created since start
+
+
+@dataclass(frozen=True)
 class Snapshot:
     taken_at: float
     started_at: float
@@ -69,6 +81,7 @@ class Snapshot:
     requests_total: int  # JSON-RPC messages handled since start
     sessions: tuple[SessionInfo, ...] = field(default=())
     streams: tuple[StreamInfo, ...] = field(default=())
+    tasks: TaskTotals | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -210,6 +210,14 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
                "Requests one caller may make per minute (429 over it)."),
     OptionSpec("sync_handler_threads", "int", 4, True, False,
                "Threads running plain def handlers off the IOLoop; none runs them on it."),
+    OptionSpec("max_tasks", "int", 1000, True, True,
+               "Tasks kept at once, running or finished within their TTL; a new task over it "
+               "is refused."),
+    OptionSpec("max_task_result_bytes", "int", 256 * KiB, True, True,
+               "Largest task result kept, in JSON bytes; a task over it fails instead."),
+    OptionSpec("task_ttl", "seconds", 3600.0, False, True,
+               "Seconds a task is kept from its creation; work still running then is "
+               "cancelled."),
 )
 
 SPECS_BY_NAME: dict[str, OptionSpec] = {s.name: s for s in OPTION_SPECS}
@@ -267,6 +275,9 @@ class TransportOptions:
     cors_allowed_origins: tuple[str, ...]
     rate_limit_per_principal: int | None
     sync_handler_threads: int | None
+    max_tasks: int | None
+    max_task_result_bytes: int | None
+    task_ttl: float
 
     def __init__(self, **values: Any) -> None:
         object.__setattr__(self, "_lock", threading.Lock())

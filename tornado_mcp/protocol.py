@@ -62,9 +62,22 @@ ELICITATION_COMPLETE = "notifications/elicitation/complete"
 #: closed (SSE polling, 2025-11-25).
 POLLING_VERSION = "2025-11-25"
 
+TASKS_GET = "tasks/get"
+TASKS_UPDATE = "tasks/update"
+TASKS_CANCEL = "tasks/cancel"
+#: 2025-11-25 only: the blocking result fetch and the listing, both removed by the extension.
+TASKS_RESULT = "tasks/result"
+TASKS_LIST = "tasks/list"
+TASKS_STATUS = "notifications/tasks/status"
+
 #: The methods whose target is named by a parameter, which the 2026-07-28 ``Mcp-Name``
 #: header must repeat: method -> parameter.
-NAME_BEARING = {TOOLS_CALL: "name", PROMPTS_GET: "name", RESOURCES_READ: "uri"}
+NAME_BEARING = {TOOLS_CALL: "name", PROMPTS_GET: "name", RESOURCES_READ: "uri",
+                TASKS_GET: "taskId", TASKS_UPDATE: "taskId", TASKS_CANCEL: "taskId"}
+
+# -- extensions ------------------------------------------------------------------------------
+#: The tasks extension (SEP-2663): ``capabilities.extensions`` key, in both directions.
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 
 # -- ``_meta`` keys --------------------------------------------------------------------------
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
@@ -73,6 +86,8 @@ META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 META_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+#: 2025-11-25 tasks: messages about a task name it here (``{"taskId": ...}``).
+META_RELATED_TASK = "io.modelcontextprotocol/related-task"
 
 # -- JSON-RPC and MCP error codes ----------------------------------------------------------
 PARSE_ERROR = -32700
@@ -117,3 +132,5 @@ class Refusal(enum.StrEnum):
     CLUSTER_OUTAGE_BUFFER = "cluster_outage_buffer"
     EVENT_STORE_MAX_BYTES = "event_store_max_bytes"
     RATE_LIMIT_PER_PRINCIPAL = "rate_limit_per_principal"
+    MAX_TASKS = "max_tasks"
+    MAX_TASK_RESULT_BYTES = "max_task_result_bytes"

@@ -136,6 +136,8 @@
     "requests.per_second": fmtRate, "requests.total": fmtInt, "in_flight": fmtInt,
     "process.rss_bytes": fmtBytes, "process.cpu_percent": (v) => v.toFixed(1) + " %",
     "process.open_fds": fmtInt, "process.threads": fmtInt, "process.uptime_seconds": fmtDuration,
+    "tasks.count": fmtInt, "tasks.limit": fmtLimit, "tasks.running": fmtInt,
+    "tasks.result_bytes": fmtBytes,
   };
 
   const lookup = (obj, path) => path.split(".").reduce((o, k) => (o == null ? o : o[k]), obj);

@@ -106,10 +106,10 @@ async def test_a_failing_roots_hook_is_logged_and_changes_nothing(
 
 
 async def test_declared_extensions_are_in_the_capabilities_of_both_eras() -> None:
-    server, _ = probe_server()
-    server.declare_extension("io.modelcontextprotocol/tasks", {"list": {}})
+    server = Server("extensions")
+    server.declare_extension("com.example/audit", {"level": "full"})
     server.declare_extension("com.example/other")
-    expected = {"io.modelcontextprotocol/tasks": {"list": {}}, "com.example/other": {}}
+    expected = {"com.example/audit": {"level": "full"}, "com.example/other": {}}
     async with running(server) as srv:
         r = await srv.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": LEGACY, "capabilities": {},

@@ -622,7 +622,8 @@ async def test_filled_server_refuses_more_and_keeps_its_totals(
                        "resource_subscription_uris": 0, "max_stream_queue": 0,
                        "stream_stall_timeout": 0, "cluster_outage_buffer": 0,
                        "event_store_max_bytes": 0,
-                       "rate_limit_per_principal": 0}
+                       "rate_limit_per_principal": 0, "max_tasks": 0,
+                       "max_task_result_bytes": 0}
 
 
 def test_budget_helper_handles_unbounded_factors() -> None:

@@ -539,7 +539,8 @@ async def test_serve_subscriptions_listen_false() -> None:
         assert r.json["id"] == "no"
         assert len(srv.transport.hub) == 0
         expected = {"tools": {}, "resources": {}, "prompts": {}, "logging": {},
-                    "completions": {}}
+                    "completions": {},
+                    "extensions": {"io.modelcontextprotocol/tasks": {}}}
         modern = await srv.modern("server/discover")
         assert modern.json["result"]["capabilities"] == expected
         legacy = await srv.post({"jsonrpc": "2.0", "id": 1, "method": "server/discover"})

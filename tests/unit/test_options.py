@@ -251,12 +251,14 @@ def test_every_bound_is_nullable_exactly_as_documented() -> None:
     assert NULLABLE == [
         "listen_keepalive_interval", "max_initialize_request_bytes",
         "max_listen_subscriptions", "max_resource_subscription_bytes", "max_sessions",
-        "rate_limit_per_principal", "session_idle_timeout", "sse_keepalive_interval",
-        "stream_stall_timeout", "sync_handler_threads"]
+        "max_task_result_bytes", "max_tasks", "rate_limit_per_principal",
+        "session_idle_timeout", "sse_keepalive_interval", "stream_stall_timeout",
+        "sync_handler_threads"]
     assert NOT_NULLABLE_BOUNDS == [
         "cluster_heartbeat_ttl", "cluster_outage_buffer", "cluster_stream_length",
         "event_store_max_age", "event_store_max_bytes", "max_request_bytes",
-        "max_stream_queue", "server_to_client_request_timeout", "sse_retry_interval"]
+        "max_stream_queue", "server_to_client_request_timeout", "sse_retry_interval",
+        "task_ttl"]
 
 
 @pytest.mark.parametrize("name", INT_BOUNDS)

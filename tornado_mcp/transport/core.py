@@ -31,6 +31,8 @@ from ..protocol import INTERNAL_ERROR, LEGACY_VERSIONS, MODERN_VERSIONS, Refusal
 from ..server import Server
 from ..session import Session, SessionStore
 from ..sse import SSEChannel, frame
+from ..tasks.manager import TaskManager
+from ..tasks.store import TaskStore
 from .handler import MCPHandler
 from .linger import linger_close
 from .resume import Resumption
@@ -64,16 +66,17 @@ class Transport:
     Keyword arguments are :class:`~tornado_mcp.options.TransportOptions` (or pass
     ``options=``); ``event_store`` keeps the events of resumable streams (a bounded
     :class:`~tornado_mcp.eventstore.MemoryEventStore` unless given); ``middleware`` runs
-    around every request (:mod:`tornado_mcp.middleware`).  Mount it with :meth:`routes`
-    or :meth:`mount`, stop it with :meth:`close`, and read what it holds with
-    :meth:`snapshot`.  Everything runs on the application's IOLoop; the notify methods of
-    :class:`~tornado_mcp.Server` and :class:`~tornado_mcp.Session` may be called from
-    other threads.
+    around every request (:mod:`tornado_mcp.middleware`); ``task_store`` is where tasks
+    are kept (in-process by default, see :mod:`tornado_mcp.tasks`).  Mount it with
+    :meth:`routes` or :meth:`mount`, stop it with :meth:`close`, and read what it holds
+    with :meth:`snapshot`.  Everything runs on the application's IOLoop; the notify
+    methods of :class:`~tornado_mcp.Server` and :class:`~tornado_mcp.Session` may be
+    called from other threads.
     """
 
     def __init__(self, server: Server, options: TransportOptions | None = None, *,
                  event_store: EventStore | None = None, middleware: Sequence[Middleware] = (),
-                 **option_values: Any) -> None:
+                 task_store: TaskStore | None = None, **option_values: Any) -> None:
         if options is not None and option_values:
             raise TypeError("pass either options= or option keywords, not both")
         self.server = server
@@ -107,6 +110,8 @@ class Transport:
         self.cluster: ClusterMember | None = None
         #: Resumable legacy streams and the event store behind them (``resumable_streams``).
         self.resumption = Resumption(self, event_store or MemoryEventStore())
+        #: Tasks: tool calls answered with a handle the client polls.
+        self.tasks = TaskManager(self, task_store)
         server.add_sink(self)
 
     # -- mounting ---------------------------------------------------------------------------
@@ -297,6 +302,7 @@ class Transport:
             task.cancel()
         if self._lingering:
             await asyncio.wait(list(self._lingering), timeout=timeout)
+        await self.tasks.close()
         self.server.remove_sink(self)
         self.sync_runner.shutdown()
 

@@ -34,6 +34,7 @@ from ..protocol import (
 )
 from ..schemas import INITIALIZE_PARAMS, load
 from ..session import Session
+from ..tasks import methods as tasks
 from . import headers
 from .forward import forward
 from .jsonrpc import Kind, Reply, classify, error_body, safe_id, valid_id
@@ -193,6 +194,7 @@ async def _initialize(h: MCPHandler, message: dict[str, Any], body: bytes) -> No
         return
     version = t.server.negotiate_version(p["protocolVersion"], opts.protocol_versions)
     answer = t.server.initialize_result(version)
+    tasks.decorate_initialize(t.tasks, answer, version)
     if opts.stateless:
         # No session, no GET stream: nothing could carry list changes or resource
         # updates, so they are not advertised.

@@ -18,12 +18,14 @@ from ..protocol import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
+    META_CAPABILITIES,
     META_SUBSCRIPTION_ID,
     SUBSCRIPTIONS_ACKNOWLEDGED,
     Refusal,
 )
 from ..schemas import SUBSCRIPTION_FILTER, load
 from ..sse import frame
+from ..tasks.watch import task_ids
 from .jsonrpc import Reply, valid_id
 
 if TYPE_CHECKING:
@@ -57,8 +59,9 @@ async def listen(h: MCPHandler, message: dict[str, Any], params: dict[str, Any])
                         f"Invalid params: {URIS_FIELD} must be an array of strings", listen_id)
     try:
         filt = load(SUBSCRIPTION_FILTER, notifications, "subscriptions/listen `notifications`")
+        watched = task_ids(notifications, (params.get("_meta") or {}).get(META_CAPABILITIES))
     except MCPError as exc:
-        raise Reply(400, INVALID_PARAMS, exc.message, listen_id) from None
+        raise Reply(400, exc.code, exc.message, listen_id, exc.data) from None
     uris = list(dict.fromkeys(filt.get("resourceSubscriptions") or ()))
     if len(uris) > MAX_RESOURCE_SUBSCRIPTION_URIS:
         raise Reply(400, INVALID_PARAMS, f"Invalid params: {URIS_FIELD} exceeds "
@@ -84,6 +87,8 @@ async def listen(h: MCPHandler, message: dict[str, Any], params: dict[str, Any])
     honored: dict[str, Any] = stream.honored()
     if honored_uris:
         honored["resourceSubscriptions"] = honored_uris
+    if watched:
+        honored["taskIds"] = watched
     channel.send(frame({"jsonrpc": "2.0", "method": SUBSCRIPTIONS_ACKNOWLEDGED,
                         "params": {"_meta": {META_SUBSCRIPTION_ID: listen_id},
                                    "notifications": honored}}))
@@ -91,9 +96,13 @@ async def listen(h: MCPHandler, message: dict[str, Any], params: dict[str, Any])
         return
     stream.acknowledged = True
     t.hub.add(stream)  # only now can a notification reach it: the ack is already queued
+    principal = h.principal
+    t.tasks.watchers.add(stream, watched, f"principal:{principal.subject}"
+                         if principal.authenticated else "")
 
     def disconnected() -> None:
         t.hub.remove(stream)
+        t.tasks.watchers.remove(stream)
         channel.abort()
 
     h.on_disconnect = disconnected
@@ -101,3 +110,4 @@ async def listen(h: MCPHandler, message: dict[str, Any], params: dict[str, Any])
         await channel.done
     finally:
         t.hub.remove(stream)
+        t.tasks.watchers.remove(stream)

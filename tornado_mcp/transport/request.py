@@ -10,6 +10,7 @@ is the :class:`~tornado_mcp.context.RequestChannel` behind each ``Context``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -27,13 +28,16 @@ from ..protocol import (
     INVALID_REQUEST,
     REQUEST_TIMEOUT,
     RESOURCES_UPDATED,
+    TOOLS_CALL,
 )
 from ..session import Session
 from ..sse import frame
+from ..tasks import methods as tasks
 from .jsonrpc import error_body, safe_id, valid_id
 from .resume import ResumableStream, retry_ms
 
 if TYPE_CHECKING:
+    from .core import Transport
     from .handler import MCPHandler
 
 log = logging.getLogger("tornado_mcp.transport")
@@ -258,9 +262,9 @@ async def dispatch(stream: RequestStream, message: dict[str, Any], session: Sess
     CURRENT_RUNNER.set(t.sync_runner)  # where plain def handlers run (this task only)
     try:
         if t.middleware.active(t.options):
-            result = await t.middleware.run(ctx, t.server.handle)
+            result = await t.middleware.run(ctx, functools.partial(_handle, t))
         else:
-            result = await t.server.handle(method, ctx.params, ctx)
+            result = await _handle(t, method, ctx.params, ctx)
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
     except asyncio.CancelledError:
         if not ctx.cancelled or task is None:
@@ -313,3 +317,17 @@ async def around_initialize(h: MCPHandler, message: dict[str, Any],
         log.exception("middleware for initialize raised")
         h.send_json(200, error_body(request_id, INTERNAL_ERROR, "Internal error"))
     return None
+
+
+async def _handle(t: Transport, method: str, params: dict[str, Any],
+                  ctx: Context) -> dict[str, Any]:
+    """The answer to a request: from the tasks machinery for task methods and
+    task-augmented calls, else from the server (with tools/list marked for tasks)."""
+    if method in tasks.TASK_METHODS or method == TOOLS_CALL:
+        result = await tasks.intercept(t.tasks, method, ctx)  # None: not a task
+        if result is not None:
+            return result
+    result = await t.server.handle(method, params, ctx)
+    if method in tasks.DECORATED:
+        result = tasks.decorate(t.tasks, method, result, ctx)
+    return result

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from ..introspection import SessionInfo, Snapshot, StreamInfo, Totals
+from ..introspection import SessionInfo, Snapshot, StreamInfo, TaskTotals, Totals
 
 if TYPE_CHECKING:
     from .core import Transport
@@ -50,4 +50,4 @@ def take_snapshot(t: Transport, sessions: bool, streams: bool, stream_uris: bool
     return Snapshot(taken_at=now_wall, started_at=t.started_at, totals=totals,
                     limits=t.options.as_dict(), refusals=dict(t.refusals),
                     requests_total=t.requests_total, sessions=tuple(session_rows),
-                    streams=tuple(stream_rows))
+                    streams=tuple(stream_rows), tasks=TaskTotals(**t.tasks.stats()))
