@@ -187,6 +187,10 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
                "Frames one SSE stream may have queued; a consumer past it is disconnected."),
     OptionSpec("stream_stall_timeout", "seconds", 30.0, True, True,
                "Seconds a stream's pending write may make no progress before it is dropped."),
+    OptionSpec("max_bearer_token_bytes", "int", 8 * KiB, False, True,
+               "Longest bearer token an OAuth endpoint verifies, in bytes (401 over it)."),
+    OptionSpec("hide_unauthorized", "bool", False, False, True,
+               "Lists leave out tools, prompts and resources the caller lacks the scopes for."),
 )
 
 SPECS_BY_NAME: dict[str, OptionSpec] = {s.name: s for s in OPTION_SPECS}
@@ -233,6 +237,8 @@ class TransportOptions:
     server_to_client_request_timeout: float
     max_stream_queue: int
     stream_stall_timeout: float | None
+    max_bearer_token_bytes: int
+    hide_unauthorized: bool
 
     def __init__(self, **values: Any) -> None:
         object.__setattr__(self, "_lock", threading.Lock())

@@ -34,6 +34,12 @@ HEADER_SESSION_ID = "Mcp-Session-Id"
 HEADER_METHOD = "Mcp-Method"
 HEADER_NAME = "Mcp-Name"
 HEADER_PARAM_PREFIX = "Mcp-Param-"
+HEADER_AUTHORIZATION = "Authorization"
+HEADER_WWW_AUTHENTICATE = "WWW-Authenticate"
+
+#: RFC 9728: protected resource metadata lives under this prefix, followed by the path of
+#: the endpoint it describes (``/.well-known/oauth-protected-resource/mcp`` for ``/mcp``).
+WELL_KNOWN_PROTECTED_RESOURCE = "/.well-known/oauth-protected-resource"
 
 # -- methods ---------------------------------------------------------------------------------
 INITIALIZE = "initialize"
@@ -97,3 +103,13 @@ class Refusal(enum.StrEnum):
     RESOURCE_SUBSCRIPTION_URIS = "resource_subscription_uris"
     MAX_STREAM_QUEUE = "max_stream_queue"
     STREAM_STALL_TIMEOUT = "stream_stall_timeout"
+    #: Authentication (see :mod:`tornado_mcp.auth`): no credential where one is required,
+    AUTH_MISSING = "auth_missing"
+    #: a credential that did not verify (expired, wrong audience or issuer, malformed, ...),
+    AUTH_INVALID = "auth_invalid"
+    #: a bearer token longer than ``max_bearer_token_bytes``,
+    MAX_BEARER_TOKEN_BYTES = "max_bearer_token_bytes"
+    #: a valid credential without the scopes the endpoint, tool, resource or prompt needs,
+    AUTH_INSUFFICIENT_SCOPE = "auth_insufficient_scope"
+    #: a legacy session used by a caller other than the one that opened it (answered 404).
+    AUTH_SESSION_MISMATCH = "auth_session_mismatch"

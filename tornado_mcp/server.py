@@ -23,6 +23,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol, TypeVar
 
+from .auth.scopes import ScopeRules
 from .context import Context
 from .errors import MCPError, ResourceNotFound, ToolError, method_not_found
 from .mrtr import INPUT_KIND_CAPABILITY, InputRequired, RequestStateCodec
@@ -45,6 +46,9 @@ from .protocol import (
     METHOD_NOT_FOUND,
     MISSING_CLIENT_CAPABILITY,
     MODERN_VERSIONS,
+    PROMPTS_GET,
+    RESOURCES_READ,
+    TOOLS_CALL,
 )
 from .schemas import (
     COMPLETE_PARAMS,
@@ -111,6 +115,8 @@ class Server:
         self.ttl_ms = ttl_ms
         self.cache_scope = cache_scope
         self.request_state = RequestStateCodec(request_state_key)
+        #: Scopes each tool, prompt and resource needs (the ``scopes=`` of the decorators).
+        self.scope_rules = ScopeRules()
         self._capabilities_override = capabilities
         self._tools: dict[str, Tool] = {}
         self._resources: dict[str, Resource] = {}
@@ -182,12 +188,16 @@ class Server:
              output_schema: dict[str, Any] | None = None,
              annotations: dict[str, Any] | None = None,
              icons: list[dict[str, Any]] | None = None,
-             meta: dict[str, Any] | None = None) -> Callable[[F], F]:
-        """Register a tool; its input schema comes from the signature unless given."""
+             meta: dict[str, Any] | None = None,
+             scopes: Iterable[str] | None = None) -> Callable[[F], F]:
+        """Register a tool; its input schema comes from the signature unless given.
+        ``scopes``: what a caller needs to call it (see :mod:`tornado_mcp.auth.scopes`)."""
         def register(fn: F) -> F:
             self.add_tool(fn, name, title=title, description=description,
                           input_schema=input_schema, output_schema=output_schema,
                           annotations=annotations, icons=icons, meta=meta)
+            if scopes:
+                self.scope_rules.require(TOOLS_CALL, name or fn.__name__, scopes)
             return fn
         return register
 
@@ -217,8 +227,8 @@ class Server:
                  description: str | None = None, mime_type: str | None = None,
                  size: int | None = None, icons: list[dict[str, Any]] | None = None,
                  annotations: dict[str, Any] | None = None, meta: dict[str, Any] | None = None,
-                 ttl_ms: int | None = None, cache_scope: str | None = None
-                 ) -> Callable[[F], F]:
+                 ttl_ms: int | None = None, cache_scope: str | None = None,
+                 scopes: Iterable[str] | None = None) -> Callable[[F], F]:
         """Register a resource (``uri``) or, when ``uri`` holds ``{var}``, a template.
 
         The function returns ``str`` (text), ``bytes`` (blob), a contents dict or a list of
@@ -233,6 +243,8 @@ class Server:
                 self.add_resource_template(fn, uri, name, **kwargs)
             else:
                 self.add_resource(fn, uri, name, size=size, **kwargs)
+            if scopes:
+                self.scope_rules.require(RESOURCES_READ, uri, scopes)
             return fn
         return register
 
@@ -270,11 +282,14 @@ class Server:
                description: str | None = None,
                arguments: Iterable[PromptArgument | dict[str, Any]] | None = None,
                icons: list[dict[str, Any]] | None = None,
-               meta: dict[str, Any] | None = None) -> Callable[[F], F]:
+               meta: dict[str, Any] | None = None,
+               scopes: Iterable[str] | None = None) -> Callable[[F], F]:
         """Register a prompt; its arguments come from the signature unless given."""
         def register(fn: F) -> F:
             self.add_prompt(fn, name, title=title, description=description,
                             arguments=arguments, icons=icons, meta=meta)
+            if scopes:
+                self.scope_rules.require(PROMPTS_GET, name or fn.__name__, scopes)
             return fn
         return register
 

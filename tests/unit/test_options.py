@@ -252,7 +252,8 @@ def test_every_bound_is_nullable_exactly_as_documented() -> None:
         "max_listen_subscriptions", "max_resource_subscription_bytes", "max_sessions",
         "session_idle_timeout", "sse_keepalive_interval", "stream_stall_timeout"]
     assert NOT_NULLABLE_BOUNDS == [
-        "max_request_bytes", "max_stream_queue", "server_to_client_request_timeout"]
+        "max_bearer_token_bytes", "max_request_bytes", "max_stream_queue",
+        "server_to_client_request_timeout"]
 
 
 @pytest.mark.parametrize("name", INT_BOUNDS)

@@ -12,7 +12,7 @@ import asyncio
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import tornado.web
@@ -20,18 +20,25 @@ from tornado.ioloop import IOLoop, PeriodicCallback
 from tornado.iostream import IOStream
 
 from .. import jsonio
+from ..auth.resource import OAuthResource
 from ..errors import MCPError
 from ..hub import LIST_CHANGED, LISTEN_METHODS, NotificationHub, change_key
+from ..identity import ANONYMOUS, Principal
 from ..introspection import Snapshot
 from ..options import TransportOptions
 from ..protocol import INTERNAL_ERROR, LEGACY_VERSIONS, MODERN_VERSIONS, Refusal
 from ..server import Server
 from ..session import Session, SessionStore
 from ..sse import SSEChannel, frame
+from .auth import ProtectedResourceMetadataHandler
 from .handler import MCPHandler
 from .linger import linger_close
 from .security import RebindingGuard
 from .snapshot import take_snapshot
+
+#: The host app's authentication hook (see :mod:`tornado_mcp.auth`).
+Authenticate = Callable[[tornado.web.RequestHandler],
+                        Principal | Awaitable[Principal | None] | None]
 
 #: How often idle sessions are looked for, in milliseconds.
 REAP_INTERVAL_MS = 5000
@@ -51,11 +58,19 @@ class Transport:
     :class:`~tornado_mcp.Session` may be called from other threads.
     """
 
-    def __init__(self, server: Server, options: TransportOptions | None = None,
+    def __init__(self, server: Server, options: TransportOptions | None = None, *,
+                 authenticate: Authenticate | None = None, oauth: OAuthResource | None = None,
                  **option_values: Any) -> None:
         if options is not None and option_values:
             raise TypeError("pass either options= or option keywords, not both")
         self.server = server
+        #: The host app's authentication hook: ``fn(handler)`` -> Principal or ``None``
+        #: (sync or async); see :mod:`tornado_mcp.auth`.
+        self.authenticate = authenticate
+        #: The OAuth 2.1 resource server configuration, when the endpoint takes tokens.
+        self.oauth = oauth
+        #: Whether requests are authenticated at all (else it costs nothing).
+        self.authenticates = authenticate is not None or oauth is not None
         self.options = options if options is not None else TransportOptions(**option_values)
         self.hub = NotificationHub()
         self.sessions = SessionStore(lambda: self.options.max_sessions,
@@ -79,9 +94,15 @@ class Transport:
         server.add_sink(self)
 
     # -- mounting ---------------------------------------------------------------------------
-    def routes(self, path: str = "/mcp") -> list[tuple[str, type[MCPHandler], dict[str, Any]]]:
-        """URL rules for ``tornado.web.Application`` serving MCP at ``path``."""
-        return [(path, MCPHandler, {"transport": self})]
+    def routes(self, path: str = "/mcp") -> list[tuple[str, type[Any], dict[str, Any]]]:
+        """URL rules for ``tornado.web.Application`` serving MCP at ``path`` (and, for an
+        OAuth resource, its RFC 9728 metadata at the well-known path for ``path``)."""
+        rules: list[tuple[str, type[Any], dict[str, Any]]] = [
+            (path, MCPHandler, {"transport": self})]
+        if self.oauth is not None:
+            rules.append((self.oauth.metadata_path(path), ProtectedResourceMetadataHandler,
+                          {"oauth": self.oauth, "path": path}))
+        return rules
 
     def mount(self, app: tornado.web.Application, path: str = "/mcp",
               host_pattern: str = r".*") -> None:
@@ -123,11 +144,13 @@ class Transport:
         """
         return self.rebinding.verdict(host_header, origin)
 
-    def open_session(self, version: str, params: dict[str, Any]) -> Session | None:
-        """A new legacy session for an ``initialize`` with ``params``; ``None`` when
-        ``max_sessions`` is reached."""
+    def open_session(self, version: str, params: dict[str, Any],
+                     principal: Principal = ANONYMOUS) -> Session | None:
+        """A new legacy session for an ``initialize`` with ``params`` by ``principal``;
+        ``None`` when ``max_sessions`` is reached."""
         session = Session(self.sessions.new_id(), version, params.get("clientInfo"),
                           params.get("capabilities"), jsonio.count_values(params))
+        session.principal = principal
         if not self.sessions.admit(session):
             return None
         session.notifier = self._session_notify

@@ -19,6 +19,8 @@ import tornado.web
 from tornado.iostream import StreamClosedError
 
 from .. import jsonio
+from ..auth.errors import AuthError
+from ..auth.gate import authenticate, default_principal
 from ..identity import ANONYMOUS, Principal
 from ..protocol import (
     HEADER_PROTOCOL_VERSION,
@@ -33,6 +35,7 @@ from ..protocol import (
 )
 from ..sse import SSE_HEADERS, SSEChannel, frame
 from . import headers, legacy, modern
+from .auth import refuse
 from .jsonrpc import Reply, error_body
 from .request import RequestStream
 
@@ -53,6 +56,12 @@ class MCPHandler(tornado.web.RequestHandler):
     SUPPORTED_METHODS = ("GET", "POST", "DELETE", "PUT", "PATCH", "OPTIONS", "HEAD")
 
     transport: Transport
+    #: True in a subclass that overrides :meth:`get_principal` (set by ``__init_subclass__``).
+    custom_principal = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.custom_principal = cls.get_principal is not MCPHandler.get_principal
 
     def initialize(self, transport: Transport) -> None:
         self.transport = transport
@@ -74,10 +83,11 @@ class MCPHandler(tornado.web.RequestHandler):
     def set_default_headers(self) -> None:
         self.clear_header("Server")  # less to write on every response, and nothing to leak
 
-    def prepare(self) -> None:
+    def prepare(self) -> Awaitable[None] | None:
         """Checks that need no body; a refusal is answered before the body is read.
 
-        Synchronous: no coroutine to create and await per request.
+        Synchronous (no coroutine to create and await per request) unless the endpoint
+        authenticates: then authentication runs last, still before the body is read.
         """
         t = self.transport
         t.attach(self)
@@ -99,6 +109,31 @@ class MCPHandler(tornado.web.RequestHandler):
             else:
                 self.write_reply(reply)
                 self.finish()
+            return None
+        if (t.authenticates or self.custom_principal) and self.request.method != "OPTIONS":
+            return self._authenticate()
+        return None
+
+    async def _authenticate(self) -> None:
+        try:
+            self.principal = await authenticate(self)
+        except AuthError as exc:
+            refuse(self, exc)
+
+    def get_principal(self) -> Principal | Awaitable[Principal | None] | None:
+        """Who is calling, by the host application's own authentication; ``None`` is a 401.
+
+        Override it to protect the endpoint with the app's login (it may be ``async``)::
+
+            class AppMCPHandler(MCPHandler):
+                def get_principal(self):
+                    user = self.get_current_user()
+                    return Principal.of(user, scopes=["notes"]) if user else None
+
+        By default it is the transport's ``authenticate=`` hook; without one, the
+        anonymous principal (or ``None`` when the endpoint takes OAuth bearer tokens).
+        """
+        return default_principal(self)  # type: ignore[return-value]
 
     def data_received(self, chunk: bytes) -> None:
         if self._finished:
@@ -177,6 +212,9 @@ class MCPHandler(tornado.web.RequestHandler):
             if not self._finished:
                 self.write_reply(reply)
                 self.finish()
+        except AuthError as exc:  # a call needing scopes the caller lacks
+            if not self._finished and not self._headers_written:
+                refuse(self, exc)
         except (StreamClosedError, asyncio.CancelledError):
             # The peer went away, or the loop is shutting down under us.
             self.drop_channel()
