@@ -44,6 +44,17 @@ class OAuthResource:
     resource_documentation: str | None = None
     extra_metadata: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def jwt(cls, issuer: str, jwks_url: str, audience: str | None = None,
+            **kwargs: Any) -> OAuthResource:
+        """A resource accepting JWTs from ``issuer`` (keys from ``jwks_url``) meant for
+        ``audience``: by default the endpoint's own URL, which is also then the
+        ``resource`` (needs the ``oauth`` extra).  ``kwargs`` are the other fields."""
+        from .jwt_verifier import JWTVerifier
+
+        kwargs.setdefault("resource", audience)
+        return cls(JWTVerifier(issuer, jwks_url, audience=audience), [issuer], **kwargs)
+
     def resource_url(self, request: Any, path: str) -> str:
         """The canonical URL of the endpoint mounted at ``path``, as ``request`` reached it."""
         if self.resource is not None:
