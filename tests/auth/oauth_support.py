@@ -5,6 +5,7 @@ wired to approve at once."""
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,9 @@ from mcp.shared.auth import (
     OAuthToken,
 )
 from mcp_http import Running, example_server, running
+
+import jwt
+from joserfc.jwk import RSAKey
 
 from tornado_mcp import Context, Server
 from tornado_mcp.auth import OAuthResource
@@ -117,3 +121,18 @@ def provider(url: str, browser: Browser, storage: MemoryStorage | None = None
                                             token_endpoint_auth_method="client_secret_post"),
         storage=storage or MemoryStorage(), redirect_handler=browser.redirect,
         callback_handler=browser.callback)
+
+
+def mint(authz: AuthorizationServer, audience: str, *, key: RSAKey | None = None,
+         headers: dict[str, Any] | None = None, **claims: Any) -> str:
+    """A JWT access token as ``authz`` would sign it (or signed with ``key``), with
+    ``claims`` overriding the usual ones (``None`` leaves one out)."""
+    now = int(time.time())
+    body: dict[str, Any] = {"iss": authz.issuer, "sub": "alice", "aud": audience,
+                            "scope": TOOLS, "iat": now, "exp": now + 300,
+                            "client_id": "test-client"}
+    body.update(claims)
+    body = {k: v for k, v in body.items() if v is not None}
+    signer = key or authz.signing_key
+    return jwt.encode(body, signer.as_pem(private=True), algorithm="RS256",
+                      headers={"kid": signer.kid, "typ": "at+jwt", **(headers or {})})
