@@ -271,6 +271,14 @@ class AuthorizationServer(rfc6749.AuthorizationServer):
                                          {"grant_types": []})
         self.resource_servers.add(client_id)
 
+    def store_token(self, audience: str, user: str, scope: str = "mcp:tools") -> str:
+        """An opaque token issued for ``user`` (as if by a grant), for introspection."""
+        value = secrets.token_urlsafe(24)
+        client = self.clients.setdefault("test-client", Client({"client_id": "test-client"}, {}))
+        self.tokens[value] = Token({"access_token": value, "scope": scope, "expires_in": 300},
+                                   client, user, audience)
+        return value
+
     def metadata(self) -> dict[str, Any]:
         base = self.issuer.rstrip("/")
         return {"issuer": self.issuer, "authorization_endpoint": base + "/authorize",
