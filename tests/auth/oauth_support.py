@@ -12,7 +12,9 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx2
+import jwt
 from authz_server import AuthorizationServer, authorization_server
+from joserfc.jwk import RSAKey
 from mcp.client.auth import OAuthClientProvider
 from mcp.shared.auth import (
     AuthorizationCodeResult,
@@ -21,9 +23,6 @@ from mcp.shared.auth import (
     OAuthToken,
 )
 from mcp_http import Running, example_server, running
-
-import jwt
-from joserfc.jwk import RSAKey
 
 from tornado_mcp import Context, Server
 from tornado_mcp.auth import OAuthResource

@@ -57,7 +57,7 @@ async def test_a_session_is_usable_only_by_the_caller_that_opened_it() -> None:
                                   headers=as_user("alice")))
         assert me["result"]["structuredContent"]["subject"] == "alice"
         # bob with alice's session id: no such session, as far as bob can tell
-        for method, kwargs in (("POST", {}), ("GET", {}), ("DELETE", {})):
+        for method in ("POST", "GET", "DELETE"):
             if method == "POST":
                 r = await srv.post(rpc("tools/call", {"name": "whoami"}), session=sid,
                                    headers=as_user("bob"))

@@ -94,11 +94,13 @@ class Transport:
         server.add_sink(self)
 
     # -- mounting ---------------------------------------------------------------------------
-    def routes(self, path: str = "/mcp") -> list[tuple[str, type[Any], dict[str, Any]]]:
+    def routes(self, path: str = "/mcp", handler: type[MCPHandler] = MCPHandler
+               ) -> list[tuple[str, type[Any], dict[str, Any]]]:
         """URL rules for ``tornado.web.Application`` serving MCP at ``path`` (and, for an
-        OAuth resource, its RFC 9728 metadata at the well-known path for ``path``)."""
+        OAuth resource, its RFC 9728 metadata at the well-known path for ``path``).
+        ``handler``: a subclass of :class:`MCPHandler` (one overriding ``get_principal``)."""
         rules: list[tuple[str, type[Any], dict[str, Any]]] = [
-            (path, MCPHandler, {"transport": self})]
+            (path, handler, {"transport": self})]
         if self.oauth is not None:
             rules.append((self.oauth.metadata_path(path), ProtectedResourceMetadataHandler,
                           {"oauth": self.oauth, "path": path}))
