@@ -54,6 +54,30 @@ async def test_keys_kept_are_bounded_exactly() -> None:
         assert both.fetches == 1
 
 
+async def test_verified_tokens_are_remembered_per_audience_within_a_bound() -> None:
+    async with authorization_server() as authz:
+        verifier = JWTVerifier(authz.issuer, authz.issuer + "/jwks", cache_size=1)
+        token_a, token_b = mint(authz, AUD, sub="a"), mint(authz, AUD, sub="b")
+        assert (await verifier.verify(token_a, AUD)).subject == "a"
+        assert verifier.cached == 1  # at the bound
+        # the same token presented to another resource is judged anew, and refused
+        with pytest.raises(InvalidToken, match="audience"):
+            await verifier.verify(token_a, "http://127.0.0.1:1/other")
+        assert (await verifier.verify(token_b, AUD)).subject == "b"
+        assert verifier.cached == 1  # over it: a went
+        # a remembered token still answers after the keys are gone (no work is redone)
+        verifier._keys.clear()
+        verifier.refresh_interval = 3600
+        assert (await verifier.verify(token_b, AUD)).subject == "b"
+        with pytest.raises(InvalidToken, match="unknown"):
+            await verifier.verify(token_a, AUD)
+        # an expired token is never remembered
+        off = JWTVerifier(authz.issuer, authz.issuer + "/jwks")
+        with pytest.raises(InvalidToken, match="expired"):
+            await off.verify(mint(authz, AUD, exp=1_000_000_000, iat=999_999_000), AUD)
+        assert off.cached == 0
+
+
 def test_none_and_hmac_can_never_be_allowed() -> None:
     for algs in (["none"], ["RS256", "HS256"], ["NONE"], []):
         with pytest.raises(ValueError, match="algorithms may not include"):

@@ -15,14 +15,22 @@ Needs the ``oauth`` extra (``pip install 'tornado-mcp[oauth]'``).  A token is ac
 
 The JWKS is fetched with Tornado's :class:`~tornado.httpclient.AsyncHTTPClient` (never
 blocking the IOLoop), bounded in bytes and in keys kept.
+
+A client sends the same token with every request until it expires, so verified tokens are
+remembered: at most ``cache_size`` of them (least recently used first out), keyed by a
+SHA-256 of the token and the audience (the cache holds no token), each until its ``exp``
+and at most ``cache_ttl`` seconds.  A repeat costs a hash and a lookup instead of a
+signature check.  ``cache_size=0`` turns this off.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -54,7 +62,8 @@ class JWTVerifier:
     def __init__(self, issuer: str, jwks_url: str, *, audience: str | Sequence[str] | None = None,
                  algorithms: Iterable[str] = DEFAULT_ALGORITHMS, leeway: float = 30.0,
                  max_keys: int = 32, max_jwks_bytes: int = 256 * 1024,
-                 refresh_interval: float = 60.0, fetch_timeout: float = 10.0) -> None:
+                 refresh_interval: float = 60.0, fetch_timeout: float = 10.0,
+                 cache_size: int = 1024, cache_ttl: float = 300.0) -> None:
         algs = tuple(algorithms)
         bad = sorted(a for a in algs if a in FORBIDDEN_ALGORITHMS or a.lower() == "none")
         if bad or not algs:
@@ -75,8 +84,33 @@ class JWTVerifier:
         self._fetching: asyncio.Future[None] | None = None
         #: JWKS fetches so far (successful or not), for tests and the curious.
         self.fetches = 0
+        self.cache_size = cache_size
+        self.cache_ttl = cache_ttl
+        # sha256(token, audience) -> (monotonic expiry, principal)
+        self._verified: OrderedDict[bytes, tuple[float, Principal]] = OrderedDict()
+
+    @property
+    def cached(self) -> int:
+        """Verified tokens remembered right now."""
+        return len(self._verified)
 
     async def verify(self, token: str, resource: str) -> Principal:
+        key = hashlib.sha256(f"{resource}\0{token}".encode()).digest()
+        hit = self._verified.get(key)
+        if hit is not None:
+            if hit[0] > time.monotonic():
+                self._verified.move_to_end(key)
+                return hit[1]
+            del self._verified[key]
+        principal, exp = await self._verify(token, resource)
+        ttl = min(self.cache_ttl, exp - time.time())
+        if ttl > 0 and self.cache_size > 0:
+            self._verified[key] = (time.monotonic() + ttl, principal)
+            while len(self._verified) > self.cache_size:
+                self._verified.popitem(last=False)
+        return principal
+
+    async def _verify(self, token: str, resource: str) -> tuple[Principal, float]:
         try:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError:
@@ -107,7 +141,7 @@ class JWTVerifier:
             raise InvalidToken("token signature does not verify") from None
         except jwt.PyJWTError:
             raise InvalidToken("invalid token") from None
-        return principal_of(claims)
+        return principal_of(claims), float(claims["exp"])
 
     # -- keys -----------------------------------------------------------------------------
     async def _key(self, kid: str | None) -> jwt.PyJWK:
