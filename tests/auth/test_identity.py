@@ -109,7 +109,20 @@ async def test_the_snapshot_and_dashboard_show_who_without_claims_or_tokens() ->
             assert json.loads(bodies[1])["items"][0]["principal"] == shown
             page = await srv.client.fetch(f"http://127.0.0.1:{srv.port}/admin/",
                                           headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
-            for text in [*bodies, page.body.decode()]:
+            # refusals per reason, in /metrics too
+            assert (await srv.post(rpc("ping"), headers={"Authorization": "Bearer x.y"}
+                                   )).status == 401
+            assert (await srv.post(rpc("ping"))).status == 401
+            metrics = (await srv.client.fetch(
+                f"http://127.0.0.1:{srv.port}/admin/metrics",
+                headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})).body.decode()
+            for line in ('tornado_mcp_refusals_total{bound="auth_invalid"} 1.0',
+                         'tornado_mcp_refusals_total{bound="auth_missing"} 1.0',
+                         'tornado_mcp_refusals_total{bound="auth_insufficient_scope"} 0.0',
+                         'tornado_mcp_refusals_total{bound="auth_session_mismatch"} 0.0',
+                         'tornado_mcp_refusals_total{bound="max_bearer_token_bytes"} 0.0'):
+                assert line in metrics.splitlines(), line
+            for text in [*bodies, page.body.decode(), metrics]:
                 assert token not in text and token[:30] not in text
                 assert "s3cr3t" not in text and "secret_claim" not in text
         finally:
