@@ -197,3 +197,22 @@ async def test_no_token_or_secret_reaches_the_logs(caplog: pytest.LogCaptureFixt
         assert token not in logged
         assert token[:40] not in logged
     assert "401 POST /mcp" in logged  # the refusals were logged, without their tokens
+
+
+async def test_a_failing_verifier_refuses_the_token_and_never_answers_500(
+        caplog: pytest.LogCaptureFixture) -> None:
+    class Broken:
+        async def verify(self, token: str, resource: str) -> Any:
+            raise RuntimeError(f"bug while looking at {token}")
+
+    from mcp_http import example_server, running
+
+    from tornado_mcp.auth import OAuthResource
+    oauth = OAuthResource(Broken(), authorization_servers=["http://127.0.0.1:1"])
+    async with running(example_server(), oauth=oauth) as srv:
+        r = await call(srv, "some-token")
+        assert r.status == 401
+        assert r.json["error"]["message"] == "Unauthorized: token could not be verified"
+    logged = "\n".join(r.getMessage() + str(r.exc_info) for r in caplog.records)
+    assert "token verifier Broken raised RuntimeError" in logged
+    assert "some-token" not in logged

@@ -14,6 +14,7 @@ asked; ``None`` from it is a 401.
 from __future__ import annotations
 
 import inspect
+import logging
 import re
 from typing import TYPE_CHECKING
 
@@ -23,6 +24,8 @@ from .errors import AuthError, InvalidToken, insufficient, invalid, missing
 
 if TYPE_CHECKING:
     from ..transport.handler import MCPHandler
+
+log = logging.getLogger("tornado_mcp.auth")
 
 #: RFC 6750 §2.1 ``b64token``: what a bearer token may be made of.
 _B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
@@ -40,6 +43,12 @@ async def authenticate(h: MCPHandler) -> Principal:
                     token, oauth.resource_url(h.request, h.request.path))
             except InvalidToken as exc:
                 raise invalid(str(exc)) from None
+            except Exception as exc:  # a verifier's bug is a refused token, never a 500
+                # Its type only: the message or traceback of a failing verifier may hold
+                # the token.
+                log.error("token verifier %s raised %s", type(oauth.verifier).__name__,
+                          type(exc).__name__)
+                raise invalid("token could not be verified") from None
             if not principal.has_scopes(*oauth.required_scopes):
                 raise insufficient(oauth.required_scopes)
             return principal
