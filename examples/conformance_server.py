@@ -72,6 +72,11 @@ def build_server() -> Server:
     subscribers: dict[str, weakref.WeakSet[Session]] = {}
 
     # -- plain tools ------------------------------------------------------------------------
+    @server.tool(description="Who is calling: the caller's principal (subject, scopes); "
+                             "anonymous when the endpoint has no authentication")
+    def whoami(ctx: Context) -> dict[str, Any]:
+        return ctx.principal.as_dict()
+
     @server.tool(description="Returns a simple text response")
     def test_simple_text() -> str:
         return "This is a simple text response for testing."

@@ -125,6 +125,12 @@ tornado_mcp_option_max_task_result_bytes 262144
 # HELP tornado_mcp_option_task_ttl Current value of the task_ttl option (seconds); +Inf means no limit.
 # TYPE tornado_mcp_option_task_ttl gauge
 tornado_mcp_option_task_ttl 3600
+# HELP tornado_mcp_option_max_bearer_token_bytes Current value of the max_bearer_token_bytes option; +Inf means no limit.
+# TYPE tornado_mcp_option_max_bearer_token_bytes gauge
+tornado_mcp_option_max_bearer_token_bytes 8192
+# HELP tornado_mcp_option_hide_unauthorized Current value of the hide_unauthorized option; +Inf means no limit.
+# TYPE tornado_mcp_option_hide_unauthorized gauge
+tornado_mcp_option_hide_unauthorized 0
 # HELP tornado_mcp_requests_total JSON-RPC messages handled since the transport started.
 # TYPE tornado_mcp_requests_total counter
 tornado_mcp_requests_total 212

@@ -19,6 +19,7 @@ from typing import Any
 
 import tornado.web
 
+from .auth.resource import OAuthResource
 from .dashboard import dashboard_routes
 from .options import OPTION_SPECS, OptionError, TransportOptions
 from .server import Server
@@ -65,6 +66,15 @@ def add_option_flags(parser: argparse.ArgumentParser) -> None:
                         help="join the processes sharing this Redis (notifications, limits, "
                              "sessions, tasks, requestState key; e.g. redis://127.0.0.1:6379/0); "
                              "one process needs none")
+    oauth = parser.add_argument_group("OAuth 2.1 resource server (needs tornado-mcp[oauth])")
+    oauth.add_argument("--oauth-issuer", default=None, metavar="URL",
+                       help="accept JWT bearer tokens from this authorization server")
+    oauth.add_argument("--oauth-jwks-url", default=None, metavar="URL",
+                       help="the issuer's JWKS (default: ISSUER/.well-known/jwks.json)")
+    oauth.add_argument("--oauth-audience", default=None, metavar="AUD",
+                       help="the audience tokens must name (default: the endpoint's own URL)")
+    oauth.add_argument("--oauth-scopes", default=None, metavar="LIST",
+                       help="comma-separated scopes every request needs")
     group = parser.add_argument_group("transport options ('none' removes a bound)")
     for spec in OPTION_SPECS:
         default = spec.default
@@ -123,7 +133,8 @@ async def _serve(server: Server, options: TransportOptions, args: argparse.Names
     if args.redis_url:  # tasks too are kept where every process sees them
         from .tasks.redis_store import RedisTaskStore
         task_store = RedisTaskStore(args.redis_url)
-    transport = Transport(server, options=options, task_store=task_store)
+    transport = Transport(server, options=options, task_store=task_store,
+                          oauth=oauth_from_args(args))
     routes: list[Any] = [*transport.routes(args.path)]
     if extra_routes is not None:
         routes.extend(extra_routes(transport))
@@ -168,3 +179,20 @@ async def _serve(server: Server, options: TransportOptions, args: argparse.Names
 
 def _display(host: str) -> str:
     return "127.0.0.1" if host in ("", "0.0.0.0") else (f"[{host}]" if ":" in host else host)
+
+
+def oauth_from_args(args: argparse.Namespace) -> OAuthResource | None:
+    """The JWT resource server ``--oauth-issuer`` and friends describe, if any."""
+    issuer = getattr(args, "oauth_issuer", None)
+    if not issuer:
+        return None
+    try:
+        import jwt  # noqa: F401
+    except ImportError:
+        print("error: --oauth-issuer needs PyJWT (pip install 'tornado-mcp[oauth]')",
+              file=sys.stderr)
+        raise SystemExit(2) from None
+    jwks = args.oauth_jwks_url or issuer.rstrip("/") + "/.well-known/jwks.json"
+    scopes = [s for s in (args.oauth_scopes or "").split(",") if s.strip()]
+    return OAuthResource.jwt(issuer, jwks, args.oauth_audience,
+                             required_scopes=[s.strip() for s in scopes])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import statistics
 import weakref
+from typing import Any
 
 from .context import Context
 from .errors import MCPError, ResourceNotFound, ToolError
@@ -57,6 +58,11 @@ def build_demo_server() -> Server:
         if is_new:
             server.notify_resources_list_changed()
         return f"Stored note {name!r} ({len(text)} characters)."
+
+    @server.tool()
+    def whoami(ctx: Context) -> dict[str, Any]:
+        """Who is calling: subject and scopes (anonymous without authentication)."""
+        return ctx.principal.as_dict()
 
     @server.tool()
     def echo(text: str) -> str:

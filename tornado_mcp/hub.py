@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import jsonio
+from .identity import ANONYMOUS, Principal
 from .protocol import (
     META_SUBSCRIPTION_ID,
     PROMPTS_LIST_CHANGED,
@@ -47,11 +48,12 @@ def change_key(method: str, params: dict[str, Any] | None) -> Any:
 class ListenStream:
     """One acknowledged ``subscriptions/listen`` stream."""
 
-    __slots__ = ("_sid", "acknowledged", "channel", "flags", "id", "opened_at",
+    __slots__ = ("_sid", "acknowledged", "channel", "flags", "id", "opened_at", "principal",
                  "subscription_id", "uri_bytes", "uris")
 
     def __init__(self, subscription_id: Any, channel: SSEChannel, flags: frozenset[str],
-                 uris: frozenset[str], uri_bytes: int) -> None:
+                 uris: frozenset[str], uri_bytes: int, principal: Principal = ANONYMOUS
+                 ) -> None:
         self.id = secrets.token_hex(8)
         self.subscription_id = subscription_id
         self.channel = channel
@@ -60,6 +62,7 @@ class ListenStream:
         self.uri_bytes = uri_bytes
         self.opened_at = time.time()
         self.acknowledged = False
+        self.principal = principal  # who opened it
         self._sid = jsonio.dumps_retained(subscription_id)
 
     def honored(self) -> dict[str, Any]:

@@ -30,6 +30,8 @@ class SessionInfo:
     retained_bytes: int  # bytes of initialize params and resumable-stream events it keeps
     retained_values: int  # JSON values (objects, arrays, keys, scalars) it keeps
     has_get_stream: bool
+    #: Who opened it: subject, scopes, method (never claims or tokens); None if anonymous.
+    principal: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,8 @@ class StreamInfo:
     opened_at: float  # wall-clock seconds since the epoch
     acknowledged: bool
     uris: tuple[str, ...] = ()  # filled only when asked for (detail view)
+    #: Who opened it: subject, scopes, method (never claims or tokens); None if anonymous.
+    principal: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -218,6 +218,10 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("task_ttl", "seconds", 3600.0, False, True,
                "Seconds a task is kept from its creation; work still running then is "
                "cancelled."),
+    OptionSpec("max_bearer_token_bytes", "int", 8 * KiB, False, True,
+               "Longest bearer token an OAuth endpoint verifies, in bytes (401 over it)."),
+    OptionSpec("hide_unauthorized", "bool", False, False, True,
+               "Lists leave out tools, prompts and resources the caller lacks the scopes for."),
 )
 
 SPECS_BY_NAME: dict[str, OptionSpec] = {s.name: s for s in OPTION_SPECS}
@@ -278,6 +282,8 @@ class TransportOptions:
     max_tasks: int | None
     max_task_result_bytes: int | None
     task_ttl: float
+    max_bearer_token_bytes: int
+    hide_unauthorized: bool
 
     def __init__(self, **values: Any) -> None:
         object.__setattr__(self, "_lock", threading.Lock())

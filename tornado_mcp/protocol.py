@@ -40,6 +40,12 @@ HEADER_RETRY_AFTER = "Retry-After"
 #: W3C trace context (https://www.w3.org/TR/trace-context/), as headers or ``_meta`` keys.
 TRACEPARENT = "traceparent"
 TRACESTATE = "tracestate"
+HEADER_AUTHORIZATION = "Authorization"
+HEADER_WWW_AUTHENTICATE = "WWW-Authenticate"
+
+#: RFC 9728: protected resource metadata lives under this prefix, followed by the path of
+#: the endpoint it describes (``/.well-known/oauth-protected-resource/mcp`` for ``/mcp``).
+WELL_KNOWN_PROTECTED_RESOURCE = "/.well-known/oauth-protected-resource"
 
 # -- methods ---------------------------------------------------------------------------------
 INITIALIZE = "initialize"
@@ -134,3 +140,13 @@ class Refusal(enum.StrEnum):
     RATE_LIMIT_PER_PRINCIPAL = "rate_limit_per_principal"
     MAX_TASKS = "max_tasks"
     MAX_TASK_RESULT_BYTES = "max_task_result_bytes"
+    #: Authentication (see :mod:`tornado_mcp.auth`): no credential where one is required,
+    AUTH_MISSING = "auth_missing"
+    #: a credential that did not verify (expired, wrong audience or issuer, malformed, ...),
+    AUTH_INVALID = "auth_invalid"
+    #: a bearer token longer than ``max_bearer_token_bytes``,
+    MAX_BEARER_TOKEN_BYTES = "max_bearer_token_bytes"
+    #: a valid credential without the scopes the endpoint, tool, resource or prompt needs,
+    AUTH_INSUFFICIENT_SCOPE = "auth_insufficient_scope"
+    #: a legacy session used by a caller other than the one that opened it (answered 404).
+    AUTH_SESSION_MISMATCH = "auth_session_mismatch"

@@ -20,6 +20,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .auth.scopes import ScopeRules
 from .methods import BUILTIN
 from .primitives import (
     Handler,
@@ -30,6 +31,7 @@ from .primitives import (
     ResourceTemplate,
     Tool,
 )
+from .protocol import PROMPTS_GET, RESOURCES_READ, TOOLS_CALL
 
 F = TypeVar("F", bound=Callable[..., Any])
 #: Hooks running in the background, held until they finish.
@@ -54,6 +56,8 @@ class Registry:
         self._unsubscribe: HandlerSpec | None = None
         self._methods: dict[str, HandlerSpec] = {}
         self._cache: dict[str, Any] = {}
+        #: Scopes each tool, prompt and resource needs (the ``scopes=`` of the decorators).
+        self.scope_rules = ScopeRules()
 
     def tool(self, name: str | None = None, *, title: str | None = None,
              description: str | None = None, input_schema: dict[str, Any] | None = None,
@@ -61,13 +65,17 @@ class Registry:
              annotations: dict[str, Any] | None = None,
              icons: list[dict[str, Any]] | None = None,
              meta: dict[str, Any] | None = None,
-             structured_output: bool | None = None) -> Callable[[F], F]:
-        """Register a tool; see :meth:`add_tool`."""
+             structured_output: bool | None = None,
+             scopes: Iterable[str] | None = None) -> Callable[[F], F]:
+        """Register a tool; see :meth:`add_tool`.  ``scopes``: what a caller needs to call
+        it (see :mod:`tornado_mcp.auth.scopes`)."""
         def register(fn: F) -> F:
             self.add_tool(fn, name, title=title, description=description,
                           input_schema=input_schema, output_schema=output_schema,
                           annotations=annotations, icons=icons, meta=meta,
                           structured_output=structured_output)
+            if scopes:
+                self.scope_rules.require(TOOLS_CALL, name or fn.__name__, scopes)
             return fn
         return register
 
@@ -107,8 +115,8 @@ class Registry:
                  description: str | None = None, mime_type: str | None = None,
                  size: int | None = None, icons: list[dict[str, Any]] | None = None,
                  annotations: dict[str, Any] | None = None, meta: dict[str, Any] | None = None,
-                 ttl_ms: int | None = None, cache_scope: str | None = None
-                 ) -> Callable[[F], F]:
+                 ttl_ms: int | None = None, cache_scope: str | None = None,
+                 scopes: Iterable[str] | None = None) -> Callable[[F], F]:
         """Register a resource (``uri``) or, when ``uri`` holds ``{var}``, a template.
 
         The function returns ``str`` (text), ``bytes`` (blob), a contents dict or a list of
@@ -123,6 +131,8 @@ class Registry:
                 self.add_resource_template(fn, uri, name, **kwargs)
             else:
                 self.add_resource(fn, uri, name, size=size, **kwargs)
+            if scopes:
+                self.scope_rules.require(RESOURCES_READ, uri, scopes)
             return fn
         return register
 
@@ -160,11 +170,14 @@ class Registry:
                description: str | None = None,
                arguments: Iterable[PromptArgument | dict[str, Any]] | None = None,
                icons: list[dict[str, Any]] | None = None,
-               meta: dict[str, Any] | None = None) -> Callable[[F], F]:
+               meta: dict[str, Any] | None = None,
+               scopes: Iterable[str] | None = None) -> Callable[[F], F]:
         """Register a prompt; its arguments come from the signature unless given."""
         def register(fn: F) -> F:
             self.add_prompt(fn, name, title=title, description=description,
                             arguments=arguments, icons=icons, meta=meta)
+            if scopes:
+                self.scope_rules.require(PROMPTS_GET, name or fn.__name__, scopes)
             return fn
         return register
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from . import jsonio
+from .identity import ANONYMOUS, Principal
 
 if TYPE_CHECKING:
     from .context import Context
@@ -39,6 +40,7 @@ class Session:
         "log_level",
         "notifier",
         "pending",
+        "principal",
         "protocol_version",
         "retained_values",
     )
@@ -62,6 +64,8 @@ class Session:
         self.in_flight: dict[Any, Context] = {}
         self.pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self.notifier: Callable[[Session, str, dict[str, Any] | None, bool], bool] | None = None
+        #: Who opened the session; only that caller may use it (see :mod:`tornado_mcp.auth`).
+        self.principal: Principal = ANONYMOUS
 
     @property
     def retained_bytes(self) -> int:

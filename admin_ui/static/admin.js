@@ -274,6 +274,7 @@
     return el("tr", { "data-session": s.id },
       el("td", {}, el("code", { title: s.id, text: shortId(s.id) })),
       el("td", { text: client }),
+      el("td", {}, caller(s.principal)),
       el("td", { text: s.protocol_version }),
       el("td", { title: new Date(s.created_at * 1000).toString(), text: ago(s.created_at) }),
       el("td", { title: new Date(s.last_active_at * 1000).toString(), text: ago(s.last_active_at) }),
@@ -355,6 +356,13 @@
 
   let openStream = null; // id of the stream whose detail is shown
 
+  // Who opened a session or stream: subject, how, and scopes on hover (never claims).
+  function caller(p) {
+    if (!p) return el("span", { class: "muted", text: "anonymous" });
+    return el("span", { title: (p.method || "") + (p.scopes && p.scopes.length ? " · " + p.scopes.join(" ") : ""),
+                        text: p.subject });
+  }
+
   function honoredChips(honored) {
     const on = Object.entries(honored || {}).filter(([, v]) => v !== false && v !== null);
     if (!on.length) return el("span", { class: "muted", text: "nothing" });
@@ -365,6 +373,7 @@
     return el("tr", { "data-stream": s.id },
       el("td", {}, el("code", { title: s.id, text: shortId(s.id) })),
       el("td", {}, el("code", { text: JSON.stringify(s.subscription_id) })),
+      el("td", {}, caller(s.principal)),
       el("td", {}, honoredChips(s.honored)),
       el("td", { class: "uri-count" }, bounded(s.uri_count, bounds.stream_uri_count, fmtLimit)),
       el("td", { class: "uri-bytes" }, bounded(s.uri_bytes, bounds.stream_uri_bytes, fmtBytes)),

@@ -28,6 +28,7 @@ from mcp_http import (
 )
 
 from tornado_mcp import Server, jsonio
+from tornado_mcp.introspection import REFUSAL_KINDS
 from tornado_mcp.options import MAX_INITIALIZE_PARAMS_VALUES, MAX_RESOURCE_SUBSCRIPTION_URIS
 from tornado_mcp.transport.listen import MAX_LISTEN_ID_LENGTH
 
@@ -616,14 +617,9 @@ async def test_filled_server_refuses_more_and_keeps_its_totals(
     after = srv.transport.snapshot()
     assert after.totals == before.totals
     counted = {k: after.refusals[k] - before.refusals[k] for k in after.refusals}
-    assert counted == {"max_request_bytes": 0, "json_nesting": 0, "max_sessions": 1,
+    assert counted == {**{kind: 0 for kind in REFUSAL_KINDS}, "max_sessions": 1,
                        "max_initialize_request_bytes": 1, "initialize_params_values": 1,
-                       "max_listen_subscriptions": 1, "max_resource_subscription_bytes": 0,
-                       "resource_subscription_uris": 0, "max_stream_queue": 0,
-                       "stream_stall_timeout": 0, "cluster_outage_buffer": 0,
-                       "event_store_max_bytes": 0,
-                       "rate_limit_per_principal": 0, "max_tasks": 0,
-                       "max_task_result_bytes": 0}
+                       "max_listen_subscriptions": 1}
 
 
 def test_budget_helper_handles_unbounded_factors() -> None:

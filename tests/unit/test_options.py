@@ -256,9 +256,9 @@ def test_every_bound_is_nullable_exactly_as_documented() -> None:
         "sync_handler_threads"]
     assert NOT_NULLABLE_BOUNDS == [
         "cluster_heartbeat_ttl", "cluster_outage_buffer", "cluster_stream_length",
-        "event_store_max_age", "event_store_max_bytes", "max_request_bytes",
-        "max_stream_queue", "server_to_client_request_timeout", "sse_retry_interval",
-        "task_ttl"]
+        "event_store_max_age", "event_store_max_bytes", "max_bearer_token_bytes",
+        "max_request_bytes", "max_stream_queue", "server_to_client_request_timeout",
+        "sse_retry_interval", "task_ttl"]
 
 
 @pytest.mark.parametrize("name", INT_BOUNDS)

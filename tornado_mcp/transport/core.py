@@ -12,7 +12,7 @@ import asyncio
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 import tornado.web
@@ -20,9 +20,11 @@ from tornado.ioloop import IOLoop, PeriodicCallback
 from tornado.iostream import IOStream
 
 from .. import jsonio
+from ..auth.resource import OAuthResource
 from ..errors import MCPError
 from ..eventstore import EventStore, MemoryEventStore
 from ..hub import LIST_CHANGED, LISTEN_METHODS, NotificationHub, change_key
+from ..identity import ANONYMOUS, Principal
 from ..introspection import ClusterSnapshot, ProcessInfo, Snapshot
 from ..middleware import Chain, Middleware, RateLimit
 from ..offloop import SyncRunner
@@ -33,11 +35,16 @@ from ..session import Session, SessionStore
 from ..sse import SSEChannel, frame
 from ..tasks.manager import TaskManager
 from ..tasks.store import TaskStore
+from .auth import ProtectedResourceMetadataHandler
 from .handler import MCPHandler
 from .linger import linger_close
 from .resume import Resumption
 from .security import RebindingGuard
 from .snapshot import take_snapshot
+
+#: The host app's authentication hook (see :mod:`tornado_mcp.auth`).
+Authenticate = Callable[[tornado.web.RequestHandler],
+                        Principal | Awaitable[Principal | None] | None]
 
 #: How often idle sessions are looked for, in milliseconds.
 REAP_INTERVAL_MS = 5000
@@ -76,10 +83,18 @@ class Transport:
 
     def __init__(self, server: Server, options: TransportOptions | None = None, *,
                  event_store: EventStore | None = None, middleware: Sequence[Middleware] = (),
-                 task_store: TaskStore | None = None, **option_values: Any) -> None:
+                 task_store: TaskStore | None = None, authenticate: Authenticate | None = None,
+                 oauth: OAuthResource | None = None, **option_values: Any) -> None:
         if options is not None and option_values:
             raise TypeError("pass either options= or option keywords, not both")
         self.server = server
+        #: The host app's authentication hook: ``fn(handler)`` -> Principal or ``None``
+        #: (sync or async); see :mod:`tornado_mcp.auth`.
+        self.authenticate = authenticate
+        #: The OAuth 2.1 resource server configuration, when the endpoint takes tokens.
+        self.oauth = oauth
+        #: Whether requests are authenticated at all (else it costs nothing).
+        self.authenticates = authenticate is not None or oauth is not None
         self.options = options if options is not None else TransportOptions(**option_values)
         self.hub = NotificationHub()
         self.sessions = SessionStore(lambda: _less(self.options.max_sessions,
@@ -115,9 +130,17 @@ class Transport:
         server.add_sink(self)
 
     # -- mounting ---------------------------------------------------------------------------
-    def routes(self, path: str = "/mcp") -> list[tuple[str, type[MCPHandler], dict[str, Any]]]:
-        """URL rules for ``tornado.web.Application`` serving MCP at ``path``."""
-        return [(path, MCPHandler, {"transport": self})]
+    def routes(self, path: str = "/mcp", handler: type[MCPHandler] = MCPHandler
+               ) -> list[tuple[str, type[Any], dict[str, Any]]]:
+        """URL rules for ``tornado.web.Application`` serving MCP at ``path`` (and, for an
+        OAuth resource, its RFC 9728 metadata at the well-known path for ``path``).
+        ``handler``: a subclass of :class:`MCPHandler` (one overriding ``get_principal``)."""
+        rules: list[tuple[str, type[Any], dict[str, Any]]] = [
+            (path, handler, {"transport": self})]
+        if self.oauth is not None:
+            rules.append((self.oauth.metadata_path(path), ProtectedResourceMetadataHandler,
+                          {"oauth": self.oauth, "path": path}))
+        return rules
 
     def mount(self, app: tornado.web.Application, path: str = "/mcp",
               host_pattern: str = r".*") -> None:
@@ -163,12 +186,14 @@ class Transport:
         """
         return self.rebinding.verdict(host_header, origin)
 
-    def open_session(self, version: str, params: dict[str, Any]) -> Session | None:
-        """A new legacy session for an ``initialize`` with ``params``; ``None`` when
-        ``max_sessions`` is reached."""
+    def open_session(self, version: str, params: dict[str, Any],
+                     principal: Principal = ANONYMOUS) -> Session | None:
+        """A new legacy session for an ``initialize`` with ``params`` by ``principal``;
+        ``None`` when ``max_sessions`` is reached."""
         prefix = self.cluster.session_prefix if self.cluster is not None else ""
         session = Session(prefix + self.sessions.new_id(), version, params.get("clientInfo"),
                           params.get("capabilities"), jsonio.count_values(params))
+        session.principal = principal
         if not self.sessions.admit(session):
             return None
         session.notifier = self._session_notify

@@ -13,13 +13,14 @@ import asyncio
 import logging
 from asyncio import Future
 from collections.abc import Awaitable, Callable
-from http.client import responses as HTTP_REASONS
 from typing import TYPE_CHECKING, Any
 
 import tornado.web
 from tornado.iostream import StreamClosedError
 
 from .. import jsonio
+from ..auth.errors import AuthError
+from ..auth.gate import default_principal
 from ..identity import ANONYMOUS, Principal
 from ..protocol import (
     INTERNAL_ERROR,
@@ -28,7 +29,9 @@ from ..protocol import (
 )
 from ..sse import SSE_HEADERS, SSEChannel, frame
 from . import cors, headers, legacy, router
+from .auth import authenticate_request, refuse
 from .jsonrpc import Reply, error_body
+from .linger import raw_response
 from .request import RequestStream
 from .router import LOG_TEXT
 
@@ -55,6 +58,12 @@ class MCPHandler(tornado.web.RequestHandler):
     SUPPORTED_METHODS = ("GET", "POST", "DELETE", "PUT", "PATCH", "OPTIONS", "HEAD")
 
     transport: Transport
+    #: True in a subclass that overrides :meth:`get_principal` (set by ``__init_subclass__``).
+    custom_principal = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.custom_principal = cls.get_principal is not MCPHandler.get_principal
 
     def initialize(self, transport: Transport) -> None:
         self.transport = transport
@@ -81,10 +90,11 @@ class MCPHandler(tornado.web.RequestHandler):
     def set_default_headers(self) -> None:
         self.clear_header("Server")  # less to write on every response, and nothing to leak
 
-    def prepare(self) -> None:
+    def prepare(self) -> Awaitable[None] | None:
         """Checks that need no body; a refusal is answered before the body is read.
 
-        Synchronous: no coroutine to create and await per request.
+        Synchronous (no coroutine to create and await per request) unless the endpoint
+        authenticates: then authentication runs last, still before the body is read.
         """
         t = self.transport
         t.attach(self)
@@ -103,18 +113,30 @@ class MCPHandler(tornado.web.RequestHandler):
                 if declared is not None and declared.isdigit() and int(declared) > limit:
                     raise _too_large(limit)
         except Reply as reply:
-            if reply.status != 413 and self._body_is_small():
+            if reply.status != 413 and headers.declares_small_body(self.request.headers,
+                                                                   DISCARD_BYTES):
                 self._deferred = reply  # answered by the method, after the body is read
             else:
                 self._refuse_unread(reply)
+            return None
+        if (t.authenticates or self.custom_principal) and self.request.method != "OPTIONS":
+            return authenticate_request(self)
+        return None
 
-    def _body_is_small(self) -> bool:
-        """The request declares no body, or one of at most ``DISCARD_BYTES``."""
-        h = self.request.headers
-        declared = h.get("Content-Length")
-        if declared is None:
-            return "Transfer-Encoding" not in h
-        return declared.isdigit() and int(declared) <= DISCARD_BYTES
+    def get_principal(self) -> Principal | Awaitable[Principal | None] | None:
+        """Who is calling, by the host application's own authentication; ``None`` is a 401.
+
+        Override it to protect the endpoint with the app's login (it may be ``async``)::
+
+            class AppMCPHandler(MCPHandler):
+                def get_principal(self):
+                    user = self.get_current_user()
+                    return Principal.of(user, scopes=["notes"]) if user else None
+
+        By default it is the transport's ``authenticate=`` hook; without one, the
+        anonymous principal (or ``None`` when the endpoint takes OAuth bearer tokens).
+        """
+        return default_principal(self)  # type: ignore[return-value]
 
     def data_received(self, chunk: bytes) -> None:
         if self._finished or self._deferred is not None:
@@ -190,17 +212,13 @@ class MCPHandler(tornado.web.RequestHandler):
     def delete(self) -> Awaitable[None]:
         return self._guarded(lambda: legacy.delete(self))
 
-    def put(self) -> Awaitable[None]:
-        return self._guarded(_not_allowed)
-
-    def patch(self) -> Awaitable[None]:
-        return self._guarded(_not_allowed)
-
     def options(self) -> Awaitable[None]:
         return self._guarded(lambda: cors.preflight(self))
 
-    def head(self) -> Awaitable[None]:
+    def put(self) -> Awaitable[None]:  # PATCH and HEAD too: 405, with the Allow header
         return self._guarded(_not_allowed)
+
+    patch = head = put
 
     async def _guarded(self, work: Callable[[], Awaitable[None]]) -> None:
         """Run ``work``, answering a :class:`Reply` it raises; never a traceback."""
@@ -220,6 +238,9 @@ class MCPHandler(tornado.web.RequestHandler):
             if not self._finished:
                 self.write_reply(reply)
                 self.finish()
+        except AuthError as exc:  # a call needing scopes the caller lacks
+            if not self._finished and not self._headers_written:
+                refuse(self, exc)
         except (StreamClosedError, asyncio.CancelledError):
             # The peer went away, or the loop is shutting down under us.
             self.drop_channel()
@@ -321,13 +342,9 @@ class MCPHandler(tornado.web.RequestHandler):
         from Tornado and closed after a bounded linger (see :mod:`.linger`)."""
         if reply.refusal is not None:
             self.transport.count_refusal(reply.refusal)
-        body = reply.body()
-        head = (f"HTTP/1.1 {reply.status} {HTTP_REASONS.get(reply.status, 'Error')}\r\n"
-                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
-                "Connection: close\r\n\r\n").encode("latin-1")
         self.transport.detach(self)
         self.log_refusal(reply.status)
-        self.transport.linger(self.detach(), head + body)
+        self.transport.linger(self.detach(), raw_response(reply.status, reply.body()))
 
     def log_refusal(self, status: int) -> None:
         """Log a refusal answered before reading the body (a hook to override)."""

@@ -90,3 +90,11 @@ def value_matches(header: str, value: Any) -> bool:
         except (ValueError, OverflowError):
             return False
     return bool(header == value)
+
+
+def declares_small_body(h: HTTPHeaders, limit: int) -> bool:
+    """The request declares no body, or one of at most ``limit`` bytes (not chunked)."""
+    declared = h.get("Content-Length")
+    if declared is None:
+        return "Transfer-Encoding" not in h
+    return declared.isdigit() and int(declared) <= limit

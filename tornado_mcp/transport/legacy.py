@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .. import jsonio
+from ..auth.gate import same_caller
 from ..errors import MCPError
 from ..options import MAX_INITIALIZE_PARAMS_VALUES
 from ..protocol import (
@@ -209,7 +210,7 @@ async def _initialize(h: MCPHandler, message: dict[str, Any], body: bytes) -> No
         h.send_json(200, result)
         return
     assert isinstance(params, dict)  # the schema above guarantees it
-    session = t.open_session(version, params)
+    session = t.open_session(version, params, h.principal)
     if session is None:
         raise Reply(503, INTERNAL_ERROR, "Service unavailable: maximum concurrent sessions "
                                          f"({opts.max_sessions}) reached",
@@ -278,6 +279,11 @@ async def session_from_header(h: MCPHandler, body: bytes | None = None) -> Sessi
         if owner is not None:  # alive in another process of the cluster
             await forward(h, owner, h.transport.cluster.id, body)  # type: ignore[union-attr]
         raise Reply(404, INVALID_REQUEST, "Session not found")
+    if session.principal is not h.principal and not same_caller(session.principal, h.principal):
+        # Another caller's session is, for this caller, no session at all: 404, not 403,
+        # so a guessed or stolen id reveals nothing (MCP security best practices).
+        raise Reply(404, INVALID_REQUEST, "Session not found",
+                    refusal=Refusal.AUTH_SESSION_MISMATCH)
     return session
 
 

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import socket
 import time
+from http.client import responses as HTTP_REASONS
 
 from tornado.iostream import IOStream, StreamClosedError
 
@@ -38,3 +39,11 @@ async def linger_close(stream: IOStream, response: bytes) -> None:
         pass
     finally:
         stream.close()
+
+
+def raw_response(status: int, json_body: bytes) -> bytes:
+    """A complete HTTP/1.1 response carrying ``json_body``, closing the connection."""
+    head = (f"HTTP/1.1 {status} {HTTP_REASONS.get(status, 'Error')}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(json_body)}\r\n"
+            "Connection: close\r\n\r\n").encode("latin-1")
+    return head + json_body

@@ -83,7 +83,7 @@ async def listen(h: MCPHandler, message: dict[str, Any], params: dict[str, Any])
     honored_uris = uris if uris and server.has_capability("resources", "subscribe") else []
     channel = h.open_channel(lambda: opts.listen_keepalive_interval)
     stream = ListenStream(listen_id, channel, flags, frozenset(honored_uris),
-                          sum(len(u.encode("utf-8")) for u in honored_uris))
+                          sum(len(u.encode("utf-8")) for u in honored_uris), h.principal)
     honored: dict[str, Any] = stream.honored()
     if honored_uris:
         honored["resourceSubscriptions"] = honored_uris

@@ -247,6 +247,9 @@ async def dispatch(stream: RequestStream, message: dict[str, Any], session: Sess
     if message.get("jsonrpc") != "2.0" or not isinstance(method, str) \
             or not valid_id(request_id) or (params is not None and not isinstance(params, dict)):
         return error_body(safe_id(request_id), INVALID_REQUEST, "Invalid Request")
+    rules = t.server.scope_rules
+    if rules.active:  # raises AuthError: answered by the handler with 401/403
+        rules.authorize(method, params, stream.handler.principal)
     ctx = Context(t.server, method, params or {}, request_id, stream, session=session,
                   envelope=envelope, listen_served=t.options.serve_subscriptions_listen,
                   served_versions=t.options.protocol_versions,
@@ -328,6 +331,9 @@ async def _handle(t: Transport, method: str, params: dict[str, Any],
         if result is not None:
             return result
     result = await t.server.handle(method, params, ctx)
+    rules = t.server.scope_rules
+    if rules.active and t.options.hide_unauthorized:
+        result = rules.visible(method, result, ctx.principal)
     if method in tasks.DECORATED:
         result = tasks.decorate(t.tasks, method, result, ctx)
     return result

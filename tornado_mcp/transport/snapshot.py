@@ -4,8 +4,9 @@ and listen streams, so the totals always agree with the rows."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from ..identity import Principal
 from ..introspection import SessionInfo, Snapshot, StreamInfo, TaskTotals, Totals
 
 if TYPE_CHECKING:
@@ -30,7 +31,8 @@ def take_snapshot(t: Transport, sessions: bool, streams: bool, stream_uris: bool
                 protocol_version=s.protocol_version, created_at=s.created_at,
                 last_active_at=now_wall - (now_mono - s.last_active),
                 in_flight=len(s.in_flight), retained_bytes=retained,
-                retained_values=s.retained_values, has_get_stream=has_get))
+                retained_values=s.retained_values, has_get_stream=has_get,
+                principal=shown(s.principal)))
     stream_rows = []
     u_count = u_bytes = 0
     for st in t.hub:
@@ -42,7 +44,8 @@ def take_snapshot(t: Transport, sessions: bool, streams: bool, stream_uris: bool
                 uri_count=len(st.uris), uri_bytes=st.uri_bytes,
                 queue_depth=st.channel.queue_depth, opened_at=st.opened_at,
                 acknowledged=st.acknowledged,
-                uris=tuple(sorted(st.uris)) if stream_uris else ()))
+                uris=tuple(sorted(st.uris)) if stream_uris else (),
+                principal=shown(st.principal)))
     totals = Totals(sessions=len(t.sessions), get_streams=get_streams,
                     listen_streams=len(t.hub), retained_bytes=s_bytes + u_bytes,
                     retained_values=s_values, subscription_uris=u_count,
@@ -51,3 +54,11 @@ def take_snapshot(t: Transport, sessions: bool, streams: bool, stream_uris: bool
                     limits=t.options.as_dict(), refusals=dict(t.refusals),
                     requests_total=t.requests_total, sessions=tuple(session_rows),
                     streams=tuple(stream_rows), tasks=TaskTotals(**t.tasks.stats()))
+
+
+def shown(principal: Principal) -> dict[str, Any] | None:
+    """What a snapshot shows of a principal: never its claims (they may hold secrets)."""
+    if not principal.authenticated:
+        return None
+    return {"subject": principal.subject, "scopes": sorted(principal.scopes),
+            "method": principal.method}

@@ -1,0 +1,155 @@
+"""A Tornado app whose own cookie login protects its MCP endpoint.
+
+    python examples/host_auth_app.py --port 8888
+
+The app has users, a login form and a signed ``user`` cookie, like many Tornado apps;
+``get_current_user`` reads the cookie.  Its MCP endpoint at ``/mcp`` uses the same login:
+``AppMCPHandler`` extends :class:`~tornado_mcp.MCPHandler` and turns the current user into
+the :class:`~tornado_mcp.Principal` every tool sees as ``ctx.principal``.  A request
+without the cookie gets 401.  Each user has their own notes; only ``admin`` users may
+call ``delete_all_notes`` (``scopes=["notes:admin"]``).
+
+Once listening it prints ``MCP endpoint: http://127.0.0.1:PORT/mcp`` (``--port 0`` binds
+an ephemeral port and that line reports it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import hmac
+import secrets
+import signal
+import sys
+from pathlib import Path
+
+import tornado.web
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tornado_mcp import Context, MCPHandler, Principal, Server, Transport
+
+COOKIE = "user"
+SALT = b"example-salt"
+
+
+def _hash(password: str) -> bytes:
+    return hashlib.pbkdf2_hmac("sha256", password.encode(), SALT, 100_000)
+
+
+#: The app's users: name -> (password hash, scopes its role grants).
+USERS = {"ada": (_hash("lovelace"), ["notes"]),
+         "root": (_hash("correct horse"), ["notes", "notes:admin"])}
+NOTES: dict[str, list[str]] = {}
+
+
+class BaseHandler(tornado.web.RequestHandler):
+    """The app's own base handler: the current user comes from the signed cookie."""
+
+    def get_current_user(self) -> str | None:
+        raw = self.get_signed_cookie(COOKIE, max_age_days=1)
+        name = raw.decode() if raw else None
+        return name if name in USERS else None
+
+
+class HomeHandler(BaseHandler):
+    def get(self) -> None:
+        who = self.current_user
+        self.write(f"Hello {who}. MCP is at /mcp.\n" if who else "Please log in at /login.\n")
+
+
+class LoginHandler(BaseHandler):
+    def get(self) -> None:
+        self.write('<form method="post">' + self.xsrf_form_html()
+                   + '<input name="name"><input name="password" type="password">'
+                     '<button>Log in</button></form>')
+
+    def post(self) -> None:
+        name = self.get_body_argument("name", "")
+        password = self.get_body_argument("password", "")
+        user = USERS.get(name)
+        if user is None or not hmac.compare_digest(user[0], _hash(password)):
+            self.set_status(401)
+            self.write("Wrong name or password.\n")
+            return
+        self.set_signed_cookie(COOKIE, name, expires_days=1, httponly=True, samesite="Strict")
+        self.redirect("/")
+
+
+class LogoutHandler(BaseHandler):
+    def post(self) -> None:
+        self.clear_cookie(COOKIE)
+        self.redirect("/")
+
+
+class AppMCPHandler(BaseHandler, MCPHandler):
+    """The MCP endpoint, behind the app's login: the app's base handler (for its
+    ``get_current_user``) combined with :class:`~tornado_mcp.MCPHandler`.
+
+    ``get_principal`` runs before the request body is read; ``None`` answers 401.
+    """
+
+    def get_principal(self) -> Principal | None:
+        name = self.get_current_user()
+        if name is None:
+            return None
+        return Principal.of(name, scopes=USERS[name][1], method="cookie")
+
+
+# --- the MCP server: tools that know who is calling -----------------------------------------
+mcp = Server("notes-with-login", version="1.0.0")
+
+
+@mcp.tool()
+def whoami(ctx: Context) -> dict[str, object]:
+    """Who is calling: the logged-in user and the scopes their role grants."""
+    return ctx.principal.as_dict()
+
+
+@mcp.tool()
+def add_note(text: str, ctx: Context) -> str:
+    """Add a note to the caller's own notes."""
+    user = ctx.principal.subject or ""
+    NOTES.setdefault(user, []).append(text)
+    return f"{user} has {len(NOTES[user])} note(s)"
+
+
+@mcp.tool()
+def my_notes(ctx: Context) -> list[str]:
+    """The caller's own notes (nobody else's)."""
+    return NOTES.get(ctx.principal.subject or "", [])
+
+
+@mcp.tool(scopes=["notes:admin"])
+def delete_all_notes() -> str:
+    """Delete every user's notes (admins only)."""
+    NOTES.clear()
+    return "deleted"
+
+
+def make_app(cookie_secret: str) -> tornado.web.Application:
+    transport = Transport(mcp, hide_unauthorized=True)
+    return tornado.web.Application(
+        [(r"/", HomeHandler), (r"/login", LoginHandler), (r"/logout", LogoutHandler),
+         *transport.routes("/mcp", handler=AppMCPHandler)],
+        cookie_secret=cookie_secret, xsrf_cookies=True, login_url="/login")
+
+
+async def main(port: int) -> None:
+    app = make_app(secrets.token_hex(32))
+    http = app.listen(port, address="127.0.0.1")
+    bound = next(iter(http._sockets.values())).getsockname()[1]
+    print(f"MCP endpoint: http://127.0.0.1:{bound}/mcp", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    http.stop()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=8888)
+    asyncio.run(main(parser.parse_args().port))

@@ -1,0 +1,67 @@
+"""Why authentication refused a request, and what the refusal tells the client.
+
+An :class:`AuthError` carries the HTTP status (401: authenticate, 403: you lack a scope),
+the RFC 6750 ``error`` code for the ``WWW-Authenticate`` challenge, a description a person
+can act on (never the token itself), and the :class:`~tornado_mcp.protocol.Refusal` it is
+counted under.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..protocol import Refusal
+
+
+class InvalidToken(Exception):
+    """A :class:`~tornado_mcp.auth.TokenVerifier` did not accept a token.
+
+    The message says why in words safe to send back to the client and to log: it never
+    contains the token or its claims.
+    """
+
+
+class AuthError(Exception):
+    """Authentication or authorization refused the request."""
+
+    def __init__(self, kind: Refusal, description: str,
+                 scopes: Iterable[str] = ()) -> None:
+        super().__init__(description)
+        self.kind = kind
+        self.description = description
+        #: Scopes the request needs (sent as the challenge's ``scope``), sorted.
+        self.scopes = tuple(sorted(scopes))
+
+    @property
+    def status(self) -> int:
+        return 403 if self.kind is Refusal.AUTH_INSUFFICIENT_SCOPE else 401
+
+    @property
+    def error(self) -> str | None:
+        """The RFC 6750 error code; none when no credential was offered (RFC 6750 §3.1)."""
+        if self.kind is Refusal.AUTH_MISSING:
+            return None
+        if self.kind is Refusal.AUTH_INSUFFICIENT_SCOPE:
+            return "insufficient_scope"
+        return "invalid_token"
+
+    @property
+    def message(self) -> str:
+        """The JSON-RPC error message."""
+        head = "Forbidden" if self.status == 403 else "Unauthorized"
+        return f"{head}: {self.description}"
+
+
+def missing(description: str = "authentication required",
+            scopes: Iterable[str] = ()) -> AuthError:
+    return AuthError(Refusal.AUTH_MISSING, description, scopes)
+
+
+def invalid(description: str) -> AuthError:
+    return AuthError(Refusal.AUTH_INVALID, description)
+
+
+def insufficient(scopes: Iterable[str]) -> AuthError:
+    needed = sorted(scopes)
+    return AuthError(Refusal.AUTH_INSUFFICIENT_SCOPE,
+                     f"insufficient scope: requires {' '.join(needed)}", needed)

@@ -1,0 +1,96 @@
+"""Authenticating one request, before its body is read.
+
+:func:`authenticate` runs from :meth:`MCPHandler.prepare
+<tornado_mcp.transport.MCPHandler.prepare>` only on endpoints that authenticate (an
+``oauth=`` resource, an ``authenticate=`` hook, or a handler class overriding
+``get_principal``); an endpoint without authentication never gets here and pays nothing.
+
+The order: a ``Bearer`` token, when the endpoint is an OAuth resource and the request has
+one, is verified and decides alone (a bad token is refused even if a cookie would pass).
+Otherwise the handler's ``get_principal()`` (by default the ``authenticate=`` hook) is
+asked; ``None`` from it is a 401.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import re
+from typing import TYPE_CHECKING
+
+from ..identity import ANONYMOUS, Principal
+from ..protocol import HEADER_AUTHORIZATION, Refusal
+from .errors import AuthError, InvalidToken, insufficient, invalid, missing
+
+if TYPE_CHECKING:
+    from ..transport.handler import MCPHandler
+
+log = logging.getLogger("tornado_mcp.auth")
+
+#: RFC 6750 §2.1 ``b64token``: what a bearer token may be made of.
+_B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+
+
+async def authenticate(h: MCPHandler) -> Principal:
+    """The principal of ``h``'s request, or :class:`AuthError`."""
+    t = h.transport
+    oauth = t.oauth
+    if oauth is not None:
+        token = bearer_token(h, t.options.max_bearer_token_bytes)
+        if token is not None:
+            try:
+                principal = await oauth.verifier.verify(
+                    token, oauth.resource_url(h.request, h.request.path))
+            except InvalidToken as exc:
+                raise invalid(str(exc)) from None
+            except Exception as exc:  # a verifier's bug is a refused token, never a 500
+                # Its type only: the message or traceback of a failing verifier may hold
+                # the token.
+                log.error("token verifier %s raised %s", type(oauth.verifier).__name__,
+                          type(exc).__name__)
+                raise invalid("token could not be verified") from None
+            if not principal.has_scopes(*oauth.required_scopes):
+                raise insufficient(oauth.required_scopes)
+            return principal
+    found = h.get_principal()
+    if inspect.isawaitable(found):
+        found = await found
+    if found is None:
+        raise missing(scopes=oauth.required_scopes if oauth is not None else ())
+    return found
+
+
+def default_principal(h: MCPHandler) -> object:
+    """What :meth:`MCPHandler.get_principal` answers unless overridden: the transport's
+    ``authenticate`` hook's answer; without a hook, ``None`` on an OAuth resource (a token
+    is required) and the anonymous principal otherwise."""
+    hook = h.transport.authenticate
+    if hook is not None:
+        return hook(h)
+    return None if h.transport.oauth is not None else ANONYMOUS
+
+
+def bearer_token(h: MCPHandler, max_bytes: int) -> str | None:
+    """The request's bearer token; ``None`` when it offers none."""
+    values = h.request.headers.get_list(HEADER_AUTHORIZATION)
+    if not values:
+        return None
+    if len(values) > 1:
+        raise invalid("more than one Authorization header")
+    scheme, _, token = values[0].strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    token = token.strip()
+    if len(token) > max_bytes:
+        raise AuthError(Refusal.MAX_BEARER_TOKEN_BYTES,
+                        f"bearer token exceeds {max_bytes} bytes")
+    if not _B64TOKEN.fullmatch(token):
+        raise invalid("malformed token")
+    return token
+
+
+def same_caller(a: Principal, b: Principal) -> bool:
+    """``a`` and ``b`` are the same caller (same subject, same way of authenticating):
+    a session opened by one is not usable by the other.  Scopes may differ (a client
+    that stepped up to more scopes is still the same caller)."""
+    return a.subject == b.subject and a.method == b.method

@@ -1,0 +1,69 @@
+"""The pluggable part of the OAuth resource server: who vouches for a bearer token.
+
+A :class:`TokenVerifier` turns a token into a :class:`~tornado_mcp.Principal` or raises
+:class:`~tornado_mcp.auth.InvalidToken`.  Two ship with the library:
+:class:`~tornado_mcp.auth.jwt_verifier.JWTVerifier` (signed JWTs checked against the
+issuer's JWKS, no network per request) and
+:class:`~tornado_mcp.auth.token_introspection.IntrospectionVerifier` (RFC 7662: ask the
+authorization server, cached).  Write your own for anything else::
+
+    class StaticTokens:
+        async def verify(self, token: str, resource: str) -> Principal:
+            try:
+                return TOKENS[token]
+            except KeyError:
+                raise InvalidToken("unknown token") from None
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from ..identity import Principal
+
+#: How a bearer-authenticated principal says how it was authenticated.
+BEARER = "bearer"
+
+
+class TokenVerifier(Protocol):
+    """Verifies one bearer token presented to the endpoint whose canonical URL is
+    ``resource``.
+
+    ``resource`` is the audience a token must be meant for, unless the verifier was given
+    its own (RFC 8707: a token minted for another resource is refused, never passed on).
+    """
+
+    async def verify(self, token: str, resource: str) -> Principal: ...
+
+
+def scopes_of(claims: Mapping[str, Any]) -> frozenset[str]:
+    """The scopes a token grants: ``scope`` (space-separated, RFC 9068 / RFC 7662) or
+    ``scp`` (a list or a string, as some servers write it)."""
+    raw = claims.get("scope", claims.get("scp"))
+    if isinstance(raw, str):
+        return frozenset(raw.split())
+    if isinstance(raw, list | tuple):
+        return frozenset(s for s in raw if isinstance(s, str))
+    return frozenset()
+
+
+def audiences_of(claims: Mapping[str, Any]) -> tuple[str, ...]:
+    aud = claims.get("aud")
+    if isinstance(aud, str):
+        return (aud,)
+    if isinstance(aud, list | tuple):
+        return tuple(a for a in aud if isinstance(a, str))
+    return ()
+
+
+def principal_of(claims: Mapping[str, Any]) -> Principal:
+    """The principal a verified token's claims describe (subject ``sub``, else ``client_id``)."""
+    subject = claims.get("sub") or claims.get("client_id")
+    return Principal.of(str(subject) if subject is not None else "unknown",
+                        scopes_of(claims), claims, method=BEARER)
+
+
+def same_resource(a: str, b: str) -> bool:
+    """Two resource URLs name the same endpoint (a trailing slash makes no difference)."""
+    return a.rstrip("/") == b.rstrip("/")
