@@ -26,6 +26,7 @@ from jupyter_server.utils import url_path_join
 from traitlets import Bool, Float, Int, List, TraitError, TraitType, Unicode
 from traitlets.config import LoggingConfigurable
 
+from ..context import Context
 from ..options import LIVE_OPTIONS, OPTION_SPECS, OptionSpec, TransportOptions
 from ..server import Server
 from ..transport import Transport
@@ -90,6 +91,7 @@ class MCPExtensionBase(LoggingConfigurable):
         the configured and contributed tools."""
         server = Server("jupyter-server", version=_version("jupyter_server"),
                         instructions="Files, notebooks and kernels of a Jupyter server.")
+        server.add_tool(whoami, annotations={"readOnlyHint": True})
         ContentsTools(serverapp.contents_manager, self.max_read_bytes).register(server)
         if self.allow_code_execution:
             runner = CodeRunner(serverapp.kernel_manager, self.code_timeout,
@@ -127,6 +129,11 @@ class MCPExtensionBase(LoggingConfigurable):
         for name, (_, new) in diff.items():
             if getattr(self, name) != new:
                 setattr(self, name, new)  # the observer then finds nothing to change
+
+
+def whoami(ctx: Context) -> dict[str, Any]:
+    """Who Jupyter says you are, and what its authorizer lets you do (as scopes)."""
+    return {**ctx.principal.as_dict(), "name": ctx.principal.claims.get("name")}
 
 
 def _import(spec: str) -> Any:
