@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from jupyter_proc import JupyterProc
+
+from .jupyter_proc import JupyterProc
 
 HERE = Path(__file__).resolve().parent
 CODE_TIMEOUT = 3

@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "jupyter-test-token-0123456789"
 START_TIMEOUT_S = 30.0
@@ -119,3 +121,36 @@ class JupyterProc:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=STOP_GRACE_S)
+
+
+# -- talking to it ----------------------------------------------------------------------
+MODERN = "2026-07-28"
+STEP = 15.0
+
+
+def modern_call(method: str, params: dict[str, Any], name: str | None = None
+                ) -> tuple[dict[str, str], str]:
+    headers = {"Content-Type": "application/json",
+               "Accept": "application/json, text/event-stream",
+               "MCP-Protocol-Version": MODERN, "Mcp-Method": method}
+    if name is not None:
+        headers["Mcp-Name"] = name
+    meta = {"io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities": {}}
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}
+    return headers, json.dumps(body)
+
+
+def post(jp: JupyterProc, auth: dict[str, str], method: str = "server/discover",
+         params: dict[str, Any] | None = None, name: str | None = None) -> httpx.Response:
+    headers, body = modern_call(method, params or {}, name)
+    return httpx.post(jp.mcp_url, headers={**headers, **auth}, content=body, timeout=STEP)
+
+
+def result(r: httpx.Response) -> dict[str, Any]:
+    assert r.status_code == 200, r.text
+    text = r.text
+    if r.headers["Content-Type"].startswith("text/event-stream"):
+        text = [ln[5:] for ln in text.splitlines() if ln.startswith("data:")][-1]
+    message: dict[str, Any] = json.loads(text)
+    return message["result"]  # type: ignore[no-any-return]

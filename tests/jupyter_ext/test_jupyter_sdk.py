@@ -19,11 +19,12 @@ import anyio
 import httpx
 import mcp_types as types
 import pytest
-from jupyter_proc import DEMO_NOTEBOOK, JupyterProc
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ResourceUpdated
 from mcp.shared._httpx_utils import create_mcp_http_client
+
+from .jupyter_proc import DEMO_NOTEBOOK, JupyterProc
 
 STEP = 15.0  # seconds for any one client operation
 DEMO_URI = "notebook://demo.ipynb"

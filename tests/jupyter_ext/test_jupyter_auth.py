@@ -9,47 +9,15 @@ validated as the flags are, and live-tunable from the dashboard.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import httpx
 import pytest
-from conftest import CONFIG_FILE
-from jupyter_proc import JupyterProc
+
+from .conftest import CONFIG_FILE
+from .jupyter_proc import MODERN, STEP, JupyterProc, post, result
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]
-
-MODERN = "2026-07-28"
-STEP = 15.0
-
-
-def modern_call(method: str, params: dict[str, Any], name: str | None = None
-                ) -> tuple[dict[str, str], str]:
-    headers = {"Content-Type": "application/json",
-               "Accept": "application/json, text/event-stream",
-               "MCP-Protocol-Version": MODERN, "Mcp-Method": method}
-    if name is not None:
-        headers["Mcp-Name"] = name
-    meta = {"io.modelcontextprotocol/protocolVersion": MODERN,
-            "io.modelcontextprotocol/clientCapabilities": {}}
-    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}
-    return headers, json.dumps(body)
-
-
-def post(jp: JupyterProc, auth: dict[str, str], method: str = "server/discover",
-         params: dict[str, Any] | None = None, name: str | None = None) -> httpx.Response:
-    headers, body = modern_call(method, params or {}, name)
-    return httpx.post(jp.mcp_url, headers={**headers, **auth}, content=body, timeout=STEP)
-
-
-def result(r: httpx.Response) -> dict[str, Any]:
-    assert r.status_code == 200, r.text
-    text = r.text
-    if r.headers["Content-Type"].startswith("text/event-stream"):
-        text = [ln[5:] for ln in text.splitlines() if ln.startswith("data:")][-1]
-    message: dict[str, Any] = json.loads(text)
-    return message["result"]  # type: ignore[no-any-return]
-
 
 @pytest.mark.parametrize("auth", [{}, {"Authorization": "Bearer not-the-token"},
                                   {"Authorization": "token not-the-token"},
