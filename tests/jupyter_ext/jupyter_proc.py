@@ -154,3 +154,31 @@ def result(r: httpx.Response) -> dict[str, Any]:
         text = [ln[5:] for ln in text.splitlines() if ln.startswith("data:")][-1]
     message: dict[str, Any] = json.loads(text)
     return message["result"]  # type: ignore[no-any-return]
+
+
+def legacy_session(jp: JupyterProc) -> str:
+    """Open a legacy (2025-11-25) session with the token; its ``Mcp-Session-Id``."""
+    r = httpx.post(jp.mcp_url, headers={**jp.auth(), **_LEGACY_HEADERS}, timeout=STEP,
+                   content=json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                                       "params": {"protocolVersion": LEGACY,
+                                                  "capabilities": {},
+                                                  "clientInfo": {"name": "t", "version": "1"}}}))
+    assert r.status_code == 200, r.text
+    return r.headers["Mcp-Session-Id"]
+
+
+def legacy_call(jp: JupyterProc, sid: str, method: str, params: dict[str, Any]
+                ) -> dict[str, Any]:
+    """One request on a legacy session: its JSON-RPC response (result or error)."""
+    r = httpx.post(jp.mcp_url, timeout=STEP, headers={
+        **jp.auth(), **_LEGACY_HEADERS, "Mcp-Session-Id": sid, "MCP-Protocol-Version": LEGACY},
+        content=json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+    text = r.text
+    if r.headers["Content-Type"].startswith("text/event-stream"):
+        text = [ln[5:] for ln in text.splitlines() if ln.startswith("data:")][-1]
+    return json.loads(text)  # type: ignore[no-any-return]
+
+
+LEGACY = "2025-11-25"
+_LEGACY_HEADERS = {"Content-Type": "application/json",
+                   "Accept": "application/json, text/event-stream"}
