@@ -4,7 +4,8 @@ Install with ``pip install 'tornado-mcp[jupyter]'`` and enable it::
 
     jupyter server --ServerApp.jpserver_extensions="{'tornado_mcp.jupyter': True}"
 
-(or ``jupyter server extension enable tornado_mcp.jupyter``).  MCP is then served at
+(or set ``c.ServerApp.jpserver_extensions`` in ``jupyter_server_config.py``; installing the
+package enables nothing by itself).  MCP is then served at
 ``{base_url}mcp`` and the dashboard at ``{base_url}mcp/admin/``, both behind Jupyter's own
 identity provider: MCP clients send the server's token as ``Authorization: Bearer <token>``
 (or Jupyter's ``Authorization: token <token>``), browsers use their Jupyter login.
