@@ -104,7 +104,7 @@ class JupyterProc:
             if self.proc.poll() is not None:
                 raise JupyterStartError(f"jupyter server exited\n{self.log[-4000:]}")
             if info.exists():
-                with contextlib.suppress(ValueError):  # written but not complete yet
+                with contextlib.suppress(ValueError, OSError):  # being written, not listening
                     self.port = int(json.loads(info.read_text(encoding="utf-8"))["port"])
                     with socket.create_connection(("127.0.0.1", self.port), timeout=1.0):
                         return self

@@ -99,5 +99,9 @@ def test_a_bad_limit_is_refused_with_the_flags_message(tmp_path: Path) -> None:
         r = httpx.post(jp.mcp_url, headers=jp.auth(), content=json.dumps({}), timeout=STEP)
         assert r.status_code == 404  # Jupyter runs on without the extension, and says why:
         assert "MCPExtension.max_sessions: must be a positive integer or none" in jp.log
+        assert "MCPExtension: the configuration above is invalid, so MCP is not served" \
+            in jp.log
+        assert httpx.get(f"{jp.base}/api/contents", headers=jp.auth("token"),
+                         timeout=STEP).status_code == 200
     finally:
         jp.stop()

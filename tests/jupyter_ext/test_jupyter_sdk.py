@@ -10,9 +10,11 @@ notebook is saved through Jupyter's own contents API (``PUT /api/contents/...``)
 from __future__ import annotations
 
 import json
+import signal
 import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -138,3 +140,20 @@ async def wait_for_get_stream(jp: JupyterProc) -> None:
             if any(s["has_get_stream"] for s in r.json()["items"]):
                 return
             await anyio.sleep(0.05)
+
+
+async def test_jupyter_shutdown_ends_listen_streams_with_their_final_result(
+        tmp_path: Path) -> None:
+    jp = JupyterProc(tmp_path).wait()
+    try:
+        with anyio.fail_after(4 * STEP):
+            async with client_for(jp) as client, client.listen(
+                    resource_subscriptions=[DEMO_URI]) as sub:
+                jp.proc.send_signal(signal.SIGTERM)  # Jupyter stops its extensions first
+                with anyio.fail_after(STEP):
+                    remaining = [event async for event in sub]  # no SubscriptionLost
+                assert remaining == []
+            code = await anyio.to_thread.run_sync(lambda: jp.proc.wait(timeout=STEP))
+        assert code == 0, jp.log[-3000:]  # a clean exit, kernels and all
+    finally:
+        jp.stop()

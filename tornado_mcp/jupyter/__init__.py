@@ -30,14 +30,13 @@ from .extension import MCPExtension, MCPExtensionBase
 __all__ = ["MCPExtension", "MCPExtensionBase"]
 
 
-def _jupyter_server_extension_points() -> list[dict[str, str]]:
-    """Jupyter Server's entry point: this module is the extension."""
-    return [{"module": "tornado_mcp.jupyter"}]
+def _jupyter_server_extension_points() -> list[dict[str, Any]]:
+    """Jupyter Server's entry point: this module, served by the :data:`MCPExtension` app
+    (whose transport the web application's settings keep as ``"tornado_mcp_transport"``)."""
+    return [{"module": "tornado_mcp.jupyter", "app": MCPExtension}]
 
 
-def _load_jupyter_server_extension(serverapp: Any) -> None:
-    """Called by Jupyter Server at start: read the configuration, mount MCP and the
-    dashboard on ``serverapp.web_app`` (whose settings keep the transport as
-    ``"tornado_mcp_transport"``)."""
-    extension = MCPExtension(parent=serverapp)
-    serverapp.web_app.settings["tornado_mcp_transport"] = extension.load(serverapp)
+def _load_jupyter_server_extension(serverapp: Any) -> Any:
+    """Load the extension into ``serverapp`` (Jupyter calls :data:`MCPExtension`'s own
+    loader; this one is for hosts that load extensions by module)."""
+    return MCPExtension._load_jupyter_server_extension(serverapp)  # type: ignore[no-untyped-call]

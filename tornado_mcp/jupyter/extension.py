@@ -22,9 +22,9 @@ import importlib.metadata
 import logging
 from typing import Any, cast
 
+from jupyter_server.extension.application import ExtensionApp
 from jupyter_server.utils import url_path_join
 from traitlets import Bool, Float, Int, List, TraitError, TraitType, Unicode
-from traitlets.config import LoggingConfigurable
 
 from ..context import Context
 from ..options import LIVE_OPTIONS, OPTION_SPECS, OptionSpec, TransportOptions
@@ -59,8 +59,18 @@ class OptionTrait(TraitType[Any, Any]):
         return s  # text is what coerce() parses, exactly as for a command-line flag
 
 
-class MCPExtensionBase(LoggingConfigurable):
-    """MCP inside Jupyter Server; the transport limits are traits of :data:`MCPExtension`."""
+class MCPExtensionBase(ExtensionApp):
+    """MCP inside Jupyter Server; the transport limits are traits of :data:`MCPExtension`.
+
+    A Jupyter ``ExtensionApp``: Jupyter links it to the server (reading its configuration),
+    calls :meth:`initialize_handlers` once the web application exists, and awaits
+    :meth:`stop_extension` at shutdown.
+    """
+
+    name = "tornado_mcp"
+    load_other_extensions = True
+    #: The transport serving MCP, once the extension is loaded.
+    transport: Transport | None = None
 
     path = Unicode("mcp", config=True,
                    help="Where MCP is served, below the server's base_url.")
@@ -94,8 +104,8 @@ class MCPExtensionBase(LoggingConfigurable):
         server.add_tool(whoami, annotations={"readOnlyHint": True})
         ContentsTools(serverapp.contents_manager, self.max_read_bytes).register(server)
         if self.allow_code_execution:
-            runner = CodeRunner(serverapp.kernel_manager, self.code_timeout,
-                                self.max_output_bytes, self.kernel_name)
+            runner = self.runner = CodeRunner(serverapp.kernel_manager, self.code_timeout,
+                                              self.max_output_bytes, self.kernel_name)
             server.add_tool(runner.run_code, "run_code",
                             annotations={"destructiveHint": True, "openWorldHint": True})
         for spec in self.tools:
@@ -105,9 +115,31 @@ class MCPExtensionBase(LoggingConfigurable):
                 server.add_tool(ep.load(), ep.name)
         return server
 
+    def initialize_handlers(self) -> None:
+        """Jupyter's hook once its web application exists: mount MCP and the dashboard.
+
+        Not when reading the configuration failed: an operator's bound is never silently
+        replaced by a default.  Jupyter logs both errors and runs on without MCP.
+        """
+        if not self._linked:
+            raise TraitError("MCPExtension: the configuration above is invalid, so MCP is "
+                             "not served")
+        self.transport = self.load(self.serverapp)
+
+    async def stop_extension(self) -> None:
+        """Jupyter's hook at shutdown: listen streams get their final result, sessions end,
+        and the kernel ``run_code`` started is shut down."""
+        if self.transport is not None:
+            await self.transport.close()
+        if self.runner is not None:
+            await self.runner.shutdown()
+
+    runner: CodeRunner | None = None
+
     def load(self, serverapp: Any) -> Transport:
         """Mount MCP (and the dashboard) on ``serverapp.web_app``; return the transport."""
         transport = Transport(self.build_server(serverapp), self.transport_options())
+        serverapp.web_app.settings["tornado_mcp_transport"] = transport
         transport.options.subscribe(self._follow)
         base = serverapp.base_url
         path = url_path_join(base, self.path)

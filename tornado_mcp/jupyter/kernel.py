@@ -78,6 +78,12 @@ class CodeRunner:
                 self.own_kernel = str(await self.km.start_kernel(**kwargs))
         return self.own_kernel
 
+    async def shutdown(self) -> None:
+        """Shut down the kernel this runner started, if it is still running."""
+        if self.own_kernel is not None and self.own_kernel in self.km:
+            await self.km.shutdown_kernel(self.own_kernel)
+        self.own_kernel = None
+
     async def run_code(self, ctx: Context, code: str,
                        kernel_id: str | None = None) -> dict[str, Any]:
         """Run Python code in a Jupyter kernel and return its output (bounded in time and
