@@ -9,13 +9,14 @@ validated as the flags are, and live-tunable from the dashboard.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from .conftest import CONFIG_FILE
-from .jupyter_proc import MODERN, STEP, JupyterProc, post, result
+from .jupyter_proc import MODERN, STEP, JupyterProc, modern_call, post, result
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]
 
@@ -154,3 +155,26 @@ def test_a_token_changes_limits_live_and_bad_values_get_the_flags_messages(
     assert ok.json()["limits"]["session_idle_timeout"] == 60.0
     httpx.patch(url, headers=jupyter.auth(), json={"session_idle_timeout": 1800},
                 timeout=STEP).raise_for_status()
+
+
+def test_everything_moves_under_jupyters_base_url(tmp_path: Path) -> None:
+    jp = JupyterProc(tmp_path, ["--ServerApp.base_url=/lab/"])
+    try:
+        jp.wait()
+        at_root = httpx.post(jp.mcp_url, headers=jp.auth(), timeout=STEP)
+        assert at_root.status_code == 404
+        headers, body = modern_call("server/discover", {})
+        r = httpx.post(f"{jp.base}/lab/mcp", headers={**headers, **jp.auth()}, content=body,
+                       timeout=STEP)
+        assert r.status_code == 200, r.text
+        anonymous = httpx.post(f"{jp.base}/lab/mcp", headers=headers, content=body,
+                               timeout=STEP)
+        assert anonymous.status_code == 401
+        page = httpx.get(f"{jp.base}/lab/mcp/admin/", timeout=STEP)
+        assert page.status_code == 302
+        assert page.headers["Location"] == "/lab/login?next=%2Flab%2Fmcp%2Fadmin%2F"
+        api = httpx.get(f"{jp.base}/lab/mcp/admin/api/overview", headers=jp.auth(),
+                        timeout=STEP)
+        assert api.status_code == 200
+    finally:
+        jp.stop()
