@@ -68,9 +68,10 @@ class MCPExtensionBase(ExtensionApp):
     """
 
     name = "tornado_mcp"
-    load_other_extensions = True
     #: The transport serving MCP, once the extension is loaded.
     transport: Transport | None = None
+    #: What runs code for ``run_code``, when it is allowed.
+    runner: CodeRunner | None = None
 
     path = Unicode("mcp", config=True,
                    help="Where MCP is served, below the server's base_url.")
@@ -133,8 +134,6 @@ class MCPExtensionBase(ExtensionApp):
             await self.transport.close()
         if self.runner is not None:
             await self.runner.shutdown()
-
-    runner: CodeRunner | None = None
 
     def load(self, serverapp: Any) -> Transport:
         """Mount MCP (and the dashboard) on ``serverapp.web_app``; return the transport."""
