@@ -50,9 +50,9 @@ from .pages import (
     NotFoundHandler,
     PageHandler,
 )
-from .state import STATIC_DIR, AdminState, TransportLike
+from .state import STATIC_DIR, AdminState, Authenticate, TransportLike
 
-__all__ = ["AdminState", "TransportLike", "mount", "routes"]
+__all__ = ["AdminState", "Authenticate", "TransportLike", "mount", "routes"]
 
 
 def _normalize_prefix(prefix: str) -> str:
@@ -69,6 +69,8 @@ def routes(
     prefix: str = "/admin",
     token: str = "",
     read_only: bool = False,
+    authenticate: Authenticate | None = None,
+    login_url: str | None = None,
 ) -> list[Rule]:
     """Build the dashboard's routes for ``transport``, all under ``prefix``.
 
@@ -77,12 +79,19 @@ def routes(
     and what API clients send as ``Authorization: Bearer <token>``; ``read_only=True`` hides
     every control and makes the API refuse changes with 403.
 
+    ``authenticate`` replaces the token with the host application's own login (then pass
+    no ``token``): it is called with each request's handler and returns the caller's name,
+    or ``None`` when nobody is logged in, directly or as an awaitable.  Anonymous API calls
+    get 401; an anonymous browser is sent to ``login_url`` with ``?next=`` (or gets a 401
+    page without one).  Bearer and ``token`` Authorization headers skip the XSRF check,
+    cookies do not.  The Jupyter Server extension (``tornado_mcp.jupyter``) uses it.
+
     Every call builds an independent dashboard with its own login-cookie secret and its own
     plot history, which starts sampling at once inside a running event loop, or on the
     first request otherwise.
     """
     prefix = _normalize_prefix(prefix)
-    admin = AdminState(transport, prefix, token, read_only)
+    admin = AdminState(transport, prefix, token, read_only, authenticate, login_url)
     admin.history.start_if_loop_running()
     p = re.escape(prefix)
     kw: dict[str, Any] = {"admin": admin}
@@ -112,10 +121,13 @@ def mount(
     prefix: str = "/admin",
     token: str = "",
     read_only: bool = False,
+    authenticate: Authenticate | None = None,
+    login_url: str | None = None,
 ) -> None:
     """Add the dashboard to a running or not-yet-started ``app`` at ``prefix``.
 
     The same as ``app.add_handlers(r".*", routes(transport, prefix, token=...,
     read_only=...))``; see :func:`routes` for the arguments.
     """
-    app.add_handlers(r".*", routes(transport, prefix, token=token, read_only=read_only))
+    app.add_handlers(r".*", routes(transport, prefix, token=token, read_only=read_only,
+                                   authenticate=authenticate, login_url=login_url))

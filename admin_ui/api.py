@@ -307,6 +307,8 @@ class MetricsHandler(AdminHandler):
 class ApiNotFoundHandler(AdminHandler):
     """Anything else under ``api/``: a JSON 404 (after the login check, like the rest)."""
 
-    def prepare(self) -> None:
-        super().prepare()
+    async def prepare(self) -> None:
+        pending = super().prepare()
+        if pending is not None:  # the host's login
+            await pending
         raise ApiError(404, "No such API endpoint; docs/admin.md lists them.")

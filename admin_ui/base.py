@@ -2,8 +2,10 @@
 
 :class:`AdminHandler` does, once for every handler below it, what each would otherwise repeat:
 
-1. **Authenticate** -- a bearer header or the signed login cookie (:mod:`admin_ui.auth`).
-   Without either, the JSON API answers 401 and the HTML page redirects to the login page.
+1. **Authenticate** -- a bearer header or the signed login cookie (:mod:`admin_ui.auth`),
+   or, when the dashboard was mounted with ``authenticate=``, the host application's own
+   login instead (Jupyter Server's identity provider, say).  Without one, the JSON API
+   answers 401 and the HTML page redirects to the login page.
 2. **Refuse changes when read-only** -- 403 for every state-changing method.
 3. **Check XSRF** for state-changing requests authenticated by cookie (bearer requests are
    exempt: another site cannot make a browser send that header).
@@ -16,15 +18,17 @@ logout, static files) and :mod:`admin_ui.api` (the JSON API and the Prometheus e
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import urllib.parse
+from collections.abc import Awaitable
 from http import HTTPStatus
 from typing import Any, ClassVar
 
 from tornado.web import HTTPError, RequestHandler
 
-from .auth import COOKIE_NAME, Identity
+from .auth import COOKIE_NAME, Identity, clean_name
 from .state import AdminState
 
 log = logging.getLogger("admin_ui")
@@ -119,21 +123,39 @@ class AdminHandler(RequestHandler):
 
         This runs both when the application enables ``xsrf_cookies`` (Tornado calls it before
         :meth:`prepare`) and when it does not (:meth:`prepare` calls it), so the dashboard is
-        protected either way, and bearer API calls work either way.
+        protected either way, and bearer API calls work either way.  Under the host's login,
+        ``Authorization: token ...`` (Jupyter's own scheme) is exempt too, for the same reason.
         """
-        if self._bearer_header() is not None:
+        if self._bearer_header() is not None or (
+                self.admin.authenticate is not None and _token_scheme(
+                    self.request.headers.get("Authorization"))):
             return
         super().check_xsrf_cookie()
 
-    def prepare(self) -> None:
+    def prepare(self) -> Awaitable[None] | None:
         check_host(self, self.admin)
         self.admin.history.start()  # no-op once running; starts plots on the first request
-        method = self.request.method or "GET"
         if self.needs_login:
+            if self.admin.authenticate is not None:
+                return self._prepare_with_host_login(self.admin.authenticate(self))
             self.identity = self.authenticate()
             if self.identity is None:
                 self._refuse_anonymous()  # raises for the API; redirects (finishes) for pages
-                return
+                return None
+        self._check_unsafe()
+        return None
+
+    async def _prepare_with_host_login(self, named: str | Awaitable[str | None] | None) -> None:
+        """The rest of :meth:`prepare` once the host's login has named the caller."""
+        name = await named if inspect.isawaitable(named) else named
+        if not name:
+            self._refuse_anonymous()
+            return
+        self.identity = Identity(clean_name(name), "host")
+        self._check_unsafe()
+
+    def _check_unsafe(self) -> None:
+        method = self.request.method or "GET"
         if method in UNSAFE_METHODS:
             if self.admin.read_only and method not in self.allowed_when_read_only:
                 raise ApiError(403, "This dashboard is read-only: changes are turned off.")
@@ -144,7 +166,9 @@ class AdminHandler(RequestHandler):
             if self._bearer_header() is not None:
                 raise ApiError(401, "The bearer token is not right.")
             raise ApiError(401, "Log in first, or send Authorization: Bearer <token>.")
-        login = f"{self.admin.prefix}/login"
+        if self.admin.authenticate is not None and self.admin.login_url is None:
+            raise ApiError(401, "Log in to the application first.")
+        login = self.admin.login_url or f"{self.admin.prefix}/login"
         if self.request.method in ("GET", "HEAD"):
             login += "?" + urllib.parse.urlencode({"next": self.request.uri or ""})
         self.redirect(login)  # finished: Tornado skips the method after prepare()
@@ -206,6 +230,11 @@ class AdminHandler(RequestHandler):
     def actor(self) -> str:
         who = self.identity.actor if self.identity else "admin:unknown"
         return f"{who}@{self.request.remote_ip}"
+
+
+def _token_scheme(authorization: str | None) -> bool:
+    scheme = (authorization or "").strip().partition(" ")[0].lower()
+    return scheme in ("bearer", "token")
 
 
 def reason_phrase(status: int) -> str:

@@ -42,7 +42,19 @@ class LoginHandler(AdminHandler):
             return home
         return target
 
+    def _to_host_login(self) -> bool:
+        """Under the host's login, send the browser there (or to the page) instead."""
+        if self.admin.authenticate is None:
+            return False
+        if self.admin.login_url is None:
+            raise ApiError(404, "This dashboard uses the application's own login.")
+        next_url = urllib.parse.urlencode({"next": self._next()})
+        self.redirect(f"{self.admin.login_url}?{next_url}", status=303)
+        return True
+
     def get(self) -> None:
+        if self._to_host_login():
+            return
         if self.authenticate() is not None:
             self.redirect(self._next())
             return
@@ -50,6 +62,8 @@ class LoginHandler(AdminHandler):
                                      xsrf_form_html=self.xsrf_form_html()))
 
     async def post(self) -> None:
+        if self._to_host_login():
+            return
         name = clean_name(self.get_body_argument("name", ""))
         token = self.get_body_argument("token", "")
         if not self.admin.gatekeeper.token_matches(token):
@@ -99,6 +113,7 @@ class PageHandler(AdminHandler):
             "dashboard.html",
             specs=specs,
             who=self.identity.name if self.identity else "",
+            own_login=self.admin.authenticate is None,
             xsrf_token=self.xsrf_token.decode("ascii"),
             refusal_kinds=REFUSAL_KINDS,
         ))

@@ -11,16 +11,17 @@ public methods listed there, and nothing private.
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections import deque
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 import jinja2
 from prometheus_client import CollectorRegistry
-from tornado.web import StaticFileHandler
+from tornado.web import RequestHandler, StaticFileHandler
 
 from tornado_mcp.introspection import ClusterSnapshot, Snapshot
 from tornado_mcp.options import TransportOptions
@@ -35,6 +36,11 @@ STATIC_DIR = PACKAGE_DIR / "static"
 
 #: How many entries the "Recent changes" panel keeps.
 EVENT_LOG_SIZE = 100
+
+#: The host application's own login, in place of the dashboard's token: called with the
+#: request's handler, it returns the caller's name, or ``None`` for nobody (a plain value
+#: or an awaitable one).  See :func:`admin_ui.routes`.
+Authenticate = Callable[[RequestHandler], str | Awaitable[str | None] | None]
 
 
 class TransportLike(Protocol):
@@ -71,12 +77,22 @@ class AdminState:
     """Shared, per-mount state of the dashboard."""
 
     def __init__(
-        self, transport: TransportLike, prefix: str, token: str, read_only: bool
+        self, transport: TransportLike, prefix: str, token: str, read_only: bool,
+        authenticate: Authenticate | None = None, login_url: str | None = None,
     ) -> None:
         self.transport = transport
         self.prefix = prefix
         self.read_only = read_only
-        self.gatekeeper = Gatekeeper(token)
+        if authenticate is not None and token:
+            raise ValueError("pass token or authenticate, not both: the host's login "
+                             "replaces the dashboard's token")
+        #: The host's login when given (then nobody knows the gatekeeper's random token).
+        self.authenticate = authenticate
+        #: Where an anonymous browser is sent to log in, with ``?next=``; ``None`` for the
+        #: dashboard's own login page.
+        self.login_url = login_url
+        self.gatekeeper = Gatekeeper(token if authenticate is None
+                                     else secrets.token_urlsafe(32))
         self.probe = ProcessProbe()
         self.history = History(
             lambda: transport.snapshot(sessions=False, streams=False), self.probe

@@ -18,7 +18,8 @@ MAX_MODULE_LINES = 500
 MAX_CLASS_LINES = 300
 #: The modules allowed to import Tornado's web layer (directly or through each other).
 WEB_LAYER = ("tornado_mcp", "tornado_mcp.__main__", "tornado_mcp.cli", "tornado_mcp.dashboard",
-             "tornado_mcp.transport", "tornado_mcp.testing", "tornado_mcp.pytest_plugin")
+             "tornado_mcp.transport", "tornado_mcp.testing", "tornado_mcp.pytest_plugin",
+             "tornado_mcp.jupyter")
 #: The one module of the library that may import the dashboard.
 DASHBOARD_JOIN = "tornado_mcp.dashboard"
 
