@@ -104,6 +104,9 @@ tornado_mcp_option_stream_stall_timeout 30.0
 # HELP tornado_mcp_option_cluster_outage_buffer Current value of the cluster_outage_buffer option; +Inf means no limit.
 # TYPE tornado_mcp_option_cluster_outage_buffer gauge
 tornado_mcp_option_cluster_outage_buffer 10000.0
+# HELP tornado_mcp_option_forward_idle_timeout Current value of the forward_idle_timeout option (seconds); +Inf means no limit.
+# TYPE tornado_mcp_option_forward_idle_timeout gauge
+tornado_mcp_option_forward_idle_timeout 60.0
 # HELP tornado_mcp_requests_total JSON-RPC messages handled since the transport started.
 # TYPE tornado_mcp_requests_total counter
 tornado_mcp_requests_total 212

@@ -195,6 +195,8 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
                "Seconds a process stays listed in its cluster after its last heartbeat."),
     OptionSpec("cluster_wide_limits", "bool", False, False, False,
                "Count max_sessions and max_listen_subscriptions over the whole cluster."),
+    OptionSpec("forward_idle_timeout", "seconds", 60.0, True, True,
+               "Seconds a request forwarded to its session's process may wait for a byte."),
 )
 
 SPECS_BY_NAME: dict[str, OptionSpec] = {s.name: s for s in OPTION_SPECS}
@@ -245,6 +247,7 @@ class TransportOptions:
     cluster_stream_length: int
     cluster_heartbeat_ttl: float
     cluster_wide_limits: bool
+    forward_idle_timeout: float | None
 
     def __init__(self, **values: Any) -> None:
         object.__setattr__(self, "_lock", threading.Lock())

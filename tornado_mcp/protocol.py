@@ -98,3 +98,4 @@ class Refusal(enum.StrEnum):
     MAX_STREAM_QUEUE = "max_stream_queue"
     STREAM_STALL_TIMEOUT = "stream_stall_timeout"
     CLUSTER_OUTAGE_BUFFER = "cluster_outage_buffer"
+    FORWARD_IDLE_TIMEOUT = "forward_idle_timeout"

@@ -620,7 +620,8 @@ async def test_filled_server_refuses_more_and_keeps_its_totals(
                        "max_initialize_request_bytes": 1, "initialize_params_values": 1,
                        "max_listen_subscriptions": 1, "max_resource_subscription_bytes": 0,
                        "resource_subscription_uris": 0, "max_stream_queue": 0,
-                       "stream_stall_timeout": 0, "cluster_outage_buffer": 0}
+                       "stream_stall_timeout": 0, "cluster_outage_buffer": 0,
+                       "forward_idle_timeout": 0}
 
 
 def test_budget_helper_handles_unbounded_factors() -> None:
