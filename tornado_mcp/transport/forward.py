@@ -14,7 +14,9 @@ Two bounds keep a forwarding process from holding more than it should:
 - **Flow control.**  The owner's answer is read one chunk (at most :data:`CHUNK` bytes) at
   a time, and the next chunk is read only once the client has taken the previous one, so
   a slow client makes the *owner* wait (where ``max_stream_queue`` and
-  ``stream_stall_timeout`` bound its stream) instead of making this process buffer.  A
+  ``stream_stall_timeout`` bound its stream) instead of making this process buffer: what
+  one forwarded answer holds here is one chunk plus the connection's receive buffer
+  (:data:`UPSTREAM_RCVBUF`, which the kernel doubles).  A
   client that takes nothing of a chunk for ``stream_stall_timeout`` seconds is
   disconnected, as a stalled SSE stream is, and counted as that refusal.
 - **Owner silence.**  ``forward_idle_timeout`` bounds how long the owner may send nothing
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import ssl
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
@@ -56,8 +59,13 @@ log = logging.getLogger("tornado_mcp.transport")
 FORWARDED_HEADER = "X-Tornado-MCP-Forwarded-By"
 #: Seconds to wait for the owner to accept the connection (502 past it).
 CONNECT_TIMEOUT = 5.0
-#: The most bytes of the owner's answer read before the client has taken them.
+#: The most bytes of the owner's answer passed on before the client has taken them.
 CHUNK = 64 * 1024
+#: The receive buffer of the connection to the owner: while the client is slow, this (and
+#: the kernel's doubling of it) is what the owner's answer can fill in this process.
+UPSTREAM_RCVBUF = 256 * 1024
+#: A response with neither a length nor chunks is read whole; past this it is cut off.
+MAX_BUFFER = 4 * 1024 * 1024
 _HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization",
                   "te", "trailer", "transfer-encoding", "upgrade", "content-length",
                   "expect"})
@@ -117,7 +125,9 @@ class _Relay(httputil.HTTPMessageDelegate):
             self.upstream = await TCPClient().connect(
                 url.hostname or "127.0.0.1", url.port or (443 if tls else 80),
                 ssl_options=ssl.create_default_context() if tls else None,
-                timeout=CONNECT_TIMEOUT)
+                max_buffer_size=MAX_BUFFER, timeout=CONNECT_TIMEOUT)
+            self.upstream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF,
+                                            UPSTREAM_RCVBUF)
         except (OSError, StreamClosedError, TimeoutError, ssl.SSLError) as exc:
             log.warning("could not forward to process %s at %s: %r", self.owner.id,
                         self.owner.url, exc)
