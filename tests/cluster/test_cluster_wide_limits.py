@@ -7,6 +7,7 @@ single process refuses past its cap."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -101,3 +102,27 @@ async def test_per_process_limits_are_the_default(
     await Running.remote(b.port).initialize()  # B's own cap, whatever A holds
     await until_seen(b, a, (1, 0))
     assert (await Running.remote(b.port).post(init("over"))).status == 503
+
+
+async def test_an_admission_is_counted_elsewhere_before_the_next_heartbeat(
+        redis: RedisProc, server_factory: ServerFactory) -> None:
+    """Heartbeats come every second; an admission is announced on the feed at once, so
+    another process counts it within milliseconds (0.5 s allowed here, for a loaded
+    machine; a heartbeat alone would make it only about one time in eight, each round)."""
+    caps = ("--cluster-wide-limits", "true", "--max-sessions", "5")
+    a, b = start(server_factory, redis, *caps), start(server_factory, redis, *caps)
+    on_a = Running.remote(a.port)
+    await until_seen(b, a, (0, 0))
+    for n in (1, 2, 3):
+        await on_a.initialize(client_name=f"client-{n}")
+        began = time.monotonic()
+        await until_seen(b, a, (n, 0))
+        assert time.monotonic() - began < 0.5
+    stream = await on_a.listen({"toolsListChanged": True})
+    try:
+        await stream.wait_messages(1)
+        began = time.monotonic()
+        await until_seen(b, a, (3, 1))
+        assert time.monotonic() - began < 0.5
+    finally:
+        stream.close()

@@ -91,6 +91,7 @@ async def listen(h: MCPHandler, message: dict[str, Any], params: dict[str, Any])
         return
     stream.acknowledged = True
     t.hub.add(stream)  # only now can a notification reach it: the ack is already queued
+    t.admitted()
 
     def disconnected() -> None:
         t.hub.remove(stream)
