@@ -131,6 +131,9 @@ tornado_mcp_option_max_bearer_token_bytes 8192
 # HELP tornado_mcp_option_hide_unauthorized Current value of the hide_unauthorized option; +Inf means no limit.
 # TYPE tornado_mcp_option_hide_unauthorized gauge
 tornado_mcp_option_hide_unauthorized 0
+# HELP tornado_mcp_option_forward_idle_timeout Current value of the forward_idle_timeout option (seconds); +Inf means no limit.
+# TYPE tornado_mcp_option_forward_idle_timeout gauge
+tornado_mcp_option_forward_idle_timeout 60.0
 # HELP tornado_mcp_requests_total JSON-RPC messages handled since the transport started.
 # TYPE tornado_mcp_requests_total counter
 tornado_mcp_requests_total 212

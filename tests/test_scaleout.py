@@ -1,13 +1,13 @@
 """Scale-out: processes share notifications through a real Redis server.
 
-Two real server processes (examples/conformance_server.py --redis-url) on their own ports,
-one real redis-server on a Unix socket: a change made through one process reaches a
-listen stream held by the other, and nothing is delivered twice.
+Two real server processes (examples/conformance_server.py --redis-url, which joins them in
+a :class:`tornado_mcp.cluster.Cluster`) on their own ports, one real redis-server on a
+Unix socket: a change made through one process reaches a listen stream held by the other,
+and nothing is delivered twice.  tests/cluster/ covers the rest of the cluster.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import socket
@@ -19,9 +19,6 @@ from collections.abc import Iterator
 import pytest
 from conftest import ServerFactory
 from mcp_http import Running, Stream, modern_body, modern_header_lines, raw_exchange
-
-from tornado_mcp import Server
-from tornado_mcp.scaleout import RedisBus
 
 REDIS = shutil.which("redis-server")
 
@@ -96,33 +93,3 @@ async def test_a_change_in_one_process_reaches_listen_streams_in_another(
         assert kinds == ["notifications/resources/updated", "notifications/tools/list_changed"]
     finally:
         stream.close()
-
-
-async def test_bus_delivers_to_other_servers_but_not_back(redis_url: str) -> None:
-    delivered: dict[str, list[tuple[str, object]]] = {"one": [], "two": []}
-    arrived = asyncio.Event()
-
-    class Sink:
-        def __init__(self, name: str) -> None:
-            self.name = name
-
-        def publish(self, method: str, params: object) -> None:
-            delivered[self.name].append((method, params))
-            if self.name == "two":
-                arrived.set()
-
-    one, two = Server("one"), Server("two")
-    one.add_sink(Sink("one"))
-    two.add_sink(Sink("two"))
-    bus_one, bus_two = RedisBus(one, redis_url), RedisBus(two, redis_url)
-    await bus_one.start()
-    await bus_two.start()
-    try:
-        one.notify_resources_updated("file:///x")
-        await asyncio.wait_for(arrived.wait(), 10)
-        assert delivered["two"] == [("notifications/resources/updated", {"uri": "file:///x"})]
-        assert delivered["one"] == [("notifications/resources/updated", {"uri": "file:///x"})]
-        assert bus_one.sent == 1 and bus_two.received == 1 and bus_one.received == 0
-    finally:
-        await bus_one.close()
-        await bus_two.close()

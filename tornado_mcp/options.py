@@ -222,6 +222,8 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
                "Longest bearer token an OAuth endpoint verifies, in bytes (401 over it)."),
     OptionSpec("hide_unauthorized", "bool", False, False, True,
                "Lists leave out tools, prompts and resources the caller lacks the scopes for."),
+    OptionSpec("forward_idle_timeout", "seconds", 60.0, True, True,
+               "Seconds a request forwarded to its session's process may wait for a byte."),
 )
 
 SPECS_BY_NAME: dict[str, OptionSpec] = {s.name: s for s in OPTION_SPECS}
@@ -284,6 +286,7 @@ class TransportOptions:
     task_ttl: float
     max_bearer_token_bytes: int
     hide_unauthorized: bool
+    forward_idle_timeout: float | None
 
     def __init__(self, **values: Any) -> None:
         object.__setattr__(self, "_lock", threading.Lock())

@@ -150,3 +150,4 @@ class Refusal(enum.StrEnum):
     AUTH_INSUFFICIENT_SCOPE = "auth_insufficient_scope"
     #: a legacy session used by a caller other than the one that opened it (answered 404).
     AUTH_SESSION_MISMATCH = "auth_session_mismatch"
+    FORWARD_IDLE_TIMEOUT = "forward_idle_timeout"

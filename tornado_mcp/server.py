@@ -161,7 +161,7 @@ class Server(Registry):
         self._edit(self._sinks, sink, add=False)
 
     def add_relay(self, relay: NotificationSink) -> None:
-        """Register a relay (e.g. :class:`~tornado_mcp.scaleout.RedisBus`): it receives every
+        """Register a relay (e.g. :class:`~tornado_mcp.cluster.Cluster`): it receives every
         notification that originates in this process, to share it with other processes."""
         self._edit(self._relays, relay, add=True)
 

@@ -30,9 +30,8 @@ def booking_server() -> Server:
     def book(city: str, ctx: Context) -> str | InputRequired:
         answer = ctx.input_response("confirm")
         if answer is None:
-            return InputRequired({"confirm": elicitation(
-                f"Book {city}?", {"type": "object", "properties": {}})},
-                                 request_state=ctx.seal_state({"city": city}))
+            ask = elicitation(f"Book {city}?", {"type": "object", "properties": {}})
+            return InputRequired({"confirm": ask}, request_state=ctx.seal_state({"city": city}))
         return f"booked {ctx.open_state()['city']}"
 
     return server

@@ -64,6 +64,7 @@ class Cluster:
         self._tasks: list[asyncio.Task[None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
+        self._counts_due = False
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -129,16 +130,34 @@ class Cluster:
         return await self.members.lookup(owner)
 
     def remote_count(self, kind: str) -> int:
-        """Sessions or listen streams the other live processes hold (last heartbeat), when
+        """Sessions or listen streams the other live processes hold (the newest of their
+        last heartbeat and their last admission announcement), when
         ``cluster_wide_limits`` is on; 0 otherwise."""
         if not self.transport.options.cluster_wide_limits:
             return 0
-        return sum(int(getattr(p, kind)) for p in self.members.others.values())
+        return sum(int(getattr(p, kind)) for p in self.members.current())
+
+    def admitted(self) -> None:
+        """This process admitted a session or a listen stream: with cluster-wide limits,
+        announce its counts on the feed (once per IOLoop iteration, however many were
+        admitted in it) so the others count them within milliseconds instead of at the
+        next heartbeat.  Not while Redis is down: the heartbeat after reconnection tells."""
+        if self._counts_due or not self.transport.options.cluster_wide_limits \
+                or not self.link.connected or self._loop is None:
+            return
+        self._counts_due = True
+        self._loop.call_soon(self._announce_counts)
+
+    def _announce_counts(self) -> None:
+        self._counts_due = False
+        t = self.transport
+        self.feed.push({"k": "c", "t": repr(time.time()), "ss": len(t.sessions),
+                        "ls": len(t.hub)})
 
     # -- introspection ------------------------------------------------------------------------
     def snapshot(self) -> ClusterSnapshot:
         """Every live process (this one as of now) and the totals over them."""
-        processes = (self.members.own(), *sorted(self.members.others.values(),
+        processes = (self.members.own(), *sorted(self.members.current(),
                                                   key=lambda p: (p.host, p.pid, p.id)))
         totals = {name: sum(int(getattr(p, name)) for p in processes) for name in TOTALS}
         totals["refusals"] = sum(sum(p.refusals.values()) for p in processes)

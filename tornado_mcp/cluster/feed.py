@@ -157,6 +157,9 @@ class Feed:
                 params = jsonio.loads(raw[b"p"]) if b"p" in raw else None
                 self.received += 1
                 self.cluster.server.deliver_local(method, params)
+            elif kind == b"c":  # the publisher admitted a session or a listen stream
+                self.cluster.members.announced(origin, float(raw[b"t"]), int(raw[b"ss"]),
+                                               int(raw[b"ls"]))
             elif kind == b"x":  # the publisher left the cluster
                 self.cluster.members.others.pop(origin, None)
             elif kind == b"l" and self.on_limits is not None:

@@ -6,11 +6,17 @@ retained state, refusals), adds its id to ``{ns}:procs`` and reads every other m
 record back in one pipeline.  A process that dies stops refreshing its record, which
 Redis expires within the TTL; the next reader removes its id from the set.  The list is
 kept in memory, so :meth:`Cluster.snapshot` never waits for Redis.
+
+With ``cluster_wide_limits`` a process also announces its session and listen-stream
+counts on the feed each time it admits one (:meth:`Cluster.admitted`); the others take,
+per process, whichever is newer by that process's clock: its last heartbeat record or its
+last announcement (:meth:`Members.current`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +35,8 @@ class Members:
         self.cluster = cluster
         self.set_key = f"{cluster.namespace}:procs"
         self.others: dict[str, ProcessInfo] = {}
+        #: The last counts each other process announced: (its clock, sessions, streams).
+        self.counts: dict[str, tuple[float, int, int]] = {}
         ttl = cluster.transport.options.cluster_heartbeat_ttl
         self.ttl_ms = max(1, int(ttl * 1000))
         self.interval = min(1.0, ttl / 4)
@@ -68,6 +76,24 @@ class Members:
         if gone:
             await redis.srem(self.set_key, *gone)
         self.others = others
+        for process_id in [i for i in self.counts if i not in others]:
+            del self.counts[process_id]
+
+    def announced(self, process_id: str, at: float, sessions: int, streams: int) -> None:
+        """Counts another process announced when it admitted something."""
+        known = self.counts.get(process_id)
+        if known is None or known[0] < at:
+            self.counts[process_id] = (at, sessions, streams)
+
+    def current(self) -> list[ProcessInfo]:
+        """The other live processes, each with the newest counts heard from it."""
+        out = []
+        for process_id, info in self.others.items():
+            heard = self.counts.get(process_id)
+            if heard is not None and heard[0] > info.heartbeat_at:
+                info = dataclasses.replace(info, sessions=heard[1], listen_streams=heard[2])
+            out.append(info)
+        return out
 
     async def lookup(self, process_id: str) -> ProcessInfo | None:
         """A live process by id: from the last heartbeat round, else asked of Redis."""

@@ -60,6 +60,8 @@ class ClusterMember(Protocol):
 
     def remote_count(self, kind: str) -> int: ...
 
+    def admitted(self) -> None: ...
+
     def snapshot(self) -> ClusterSnapshot: ...
 
 
@@ -197,7 +199,14 @@ class Transport:
         if not self.sessions.admit(session):
             return None
         session.notifier = self._session_notify
+        self.admitted()
         return session
+
+    def admitted(self) -> None:
+        """A session or a listen stream was admitted: with cluster-wide limits the other
+        processes count it at once, not at the next heartbeat."""
+        if self.cluster is not None:
+            self.cluster.admitted()
 
     def remote_count(self, kind: str) -> int:
         """``"sessions"`` or ``"listen_streams"`` the rest of the cluster holds, counted

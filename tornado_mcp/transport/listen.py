@@ -99,6 +99,7 @@ async def listen(h: MCPHandler, message: dict[str, Any], params: dict[str, Any])
     principal = h.principal
     t.tasks.watchers.add(stream, watched, f"principal:{principal.subject}"
                          if principal.authenticated else "")
+    t.admitted()
 
     def disconnected() -> None:
         t.hub.remove(stream)
