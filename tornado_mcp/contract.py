@@ -21,6 +21,7 @@ import inspect
 import typing
 from typing import TYPE_CHECKING, Any
 
+from . import jsonio
 from .convert import ConversionError, Converter, converter_for, to_json
 from .docstrings import param_docs
 from .jsonschema import MAX_ERROR_CHARS, SchemaCheck, compile_schema, where
@@ -131,20 +132,6 @@ def _name(fn: Any) -> str:
     return str(getattr(fn, "__qualname__", getattr(fn, "__name__", repr(fn))))
 
 
-def depth_exceeds(value: Any, limit: int) -> bool:
-    """Whether ``value`` nests deeper than ``limit`` containers (a scalar is depth 0)."""
-    stack = [(value, 1)]
-    while stack:
-        v, depth = stack.pop()
-        if depth > limit:
-            return True
-        if type(v) is dict:
-            stack.extend((c, depth + 1) for c in v.values() if type(c) in (dict, list))
-        elif type(v) is list:
-            stack.extend((c, depth + 1) for c in v if type(c) in (dict, list))
-    return False
-
-
 class ToolContract:
     """What a tool takes and gives; see the module docstring."""
 
@@ -211,7 +198,8 @@ class ToolContract:
                 raise ArgumentError(f"{where('arguments', [name])} is required")
         if self.deep:
             for name, value in args.items():
-                if type(value) in (dict, list) and depth_exceeds(value, MAX_ARGUMENT_DEPTH):
+                if type(value) in (dict, list) and jsonio.depth_exceeds(value,
+                                                                        MAX_ARGUMENT_DEPTH):
                     raise ArgumentError(f"{where('arguments', [name])} nests deeper than "
                                         f"{MAX_ARGUMENT_DEPTH} levels")
         if self.converters:

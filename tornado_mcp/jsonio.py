@@ -74,7 +74,8 @@ def dumps_str(value: Any) -> str:
     return dumps(value).decode("utf-8")
 
 
-def _depth_exceeds(value: Any, limit: int) -> bool:
+def depth_exceeds(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests deeper than ``limit`` containers."""
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         v, depth = stack.pop()
@@ -101,7 +102,7 @@ def loads(data: bytes, max_nesting: int = MAX_JSON_NESTING) -> Any:
             raise JSONNestingError(f"nesting exceeds {max_nesting}") from None
         raise JSONDecodeError(str(exc)) from None
     if (data.count(b"[") + data.count(b"{") > max_nesting
-            and type(value) in (dict, list) and _depth_exceeds(value, max_nesting)):
+            and type(value) in (dict, list) and depth_exceeds(value, max_nesting)):
         raise JSONNestingError(f"nesting exceeds {max_nesting}")
     return value
 

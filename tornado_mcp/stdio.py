@@ -46,6 +46,7 @@ from typing import Any, BinaryIO
 from . import jsonio
 from .context import Context
 from .errors import MCPError
+from .outbound import client_result, request_message
 from .protocol import (
     ALL_VERSIONS,
     CANCELLED,
@@ -57,7 +58,6 @@ from .protocol import (
     META_VERSION,
     MODERN_VERSIONS,
     PARSE_ERROR,
-    REQUEST_TIMEOUT,
     RESOURCES_UPDATED,
     ROOTS_LIST_CHANGED,
     UNSUPPORTED_PROTOCOL_VERSION,
@@ -164,30 +164,12 @@ class StdioConnection:
                       timeout: float | None) -> dict[str, Any]:
         """Send a request to the client and wait for its result (legacy era)."""
         request_id = f"s-{next(self._ids)}"
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
-        if params is not None:
-            message["params"] = params
         fut: asyncio.Future[dict[str, Any]] = self._loop.create_future()
         self._pending[request_id] = fut
-        self.send(message)
+        self.send(request_message(request_id, method, params))
         wait = timeout if timeout is not None else self.request_timeout
-        try:
-            reply = await asyncio.wait_for(fut, wait)
-        except TimeoutError:
-            self.send({"jsonrpc": "2.0", "method": CANCELLED,
-                       "params": {"requestId": request_id,
-                                  "reason": f"Timed out after {wait:g} seconds"}})
-            raise MCPError(REQUEST_TIMEOUT,
-                           f"Timed out waiting for the client's {method} response") from None
-        finally:
-            self._pending.pop(request_id, None)
-        if "error" in reply:
-            err = reply["error"] if isinstance(reply["error"], dict) else {}
-            raise MCPError(INTERNAL_ERROR,
-                           f"Client returned an error for {method} request "
-                           f"(code: {err.get('code')}): {err.get('message')}")
-        result = reply.get("result")
-        return result if isinstance(result, dict) else {}
+        return await client_result(fut, request_id, method, wait, self.send,
+                                   lambda: self._pending.pop(request_id, None))
 
     # -- input ------------------------------------------------------------------------------
     def feed(self, data: bytes) -> None:

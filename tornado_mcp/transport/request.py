@@ -22,11 +22,10 @@ from ..middleware import Refused
 from ..offloop import CURRENT as CURRENT_RUNNER
 from ..offloop import call_on_loop, worker_loop
 from ..options import MAX_REQUEST_NOTIFICATIONS
+from ..outbound import client_result, request_message
 from ..protocol import (
-    CANCELLED,
     INTERNAL_ERROR,
     INVALID_REQUEST,
-    REQUEST_TIMEOUT,
     RESOURCES_UPDATED,
     TOOLS_CALL,
 )
@@ -144,9 +143,7 @@ class RequestStream:
         if reason is not None:
             raise MCPError(INTERNAL_ERROR, reason)
         request_id = f"s-{session.id[:8]}-{len(session.pending)}-{time.monotonic_ns()}"
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
-        if params is not None:
-            message["params"] = params
+        message = request_message(request_id, method, params)
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         session.pending[request_id] = fut
         sent = self.emit(message)
@@ -157,23 +154,8 @@ class RequestStream:
             raise MCPError(INTERNAL_ERROR, f"No active stream for {method} request")
         wait = timeout if timeout is not None else \
             self.handler.transport.options.server_to_client_request_timeout
-        try:
-            reply = await asyncio.wait_for(fut, wait)
-        except TimeoutError:
-            self.emit({"jsonrpc": "2.0", "method": CANCELLED,
-                       "params": {"requestId": request_id,
-                                  "reason": f"Timed out after {wait:g} seconds"}})
-            raise MCPError(REQUEST_TIMEOUT,
-                           f"Timed out waiting for the client's {method} response") from None
-        finally:
-            session.pending.pop(request_id, None)
-        if "error" in reply:
-            err = reply["error"] if isinstance(reply["error"], dict) else {}
-            raise MCPError(INTERNAL_ERROR,
-                           f"Client returned an error for {method} request "
-                           f"(code: {err.get('code')}): {err.get('message')}")
-        result = reply.get("result")
-        return result if isinstance(result, dict) else {}
+        return await client_result(fut, request_id, method, wait, self.emit,
+                                   lambda: session.pending.pop(request_id, None))
 
     def notify_resources_updated(self, uri: str) -> None:
         if worker_loop() is not None:
