@@ -28,7 +28,7 @@ READY_TIMEOUT_S = 20.0
 #: The transport's cost: no dashboard, and plain ``def`` tools (the echo) run on the IOLoop
 #: rather than handed to the thread pool (docs/performance.md gives the pool's own cost).
 DEFAULT_OURS = ("python examples/conformance_server.py --no-admin --log-level warning"
-                " --sync-handler-threads none")
+                " --sync-handler-threads none --body-timeout none")
 STOP_TIMEOUT_S = 5.0
 
 

@@ -109,3 +109,17 @@ def test_the_listen_backlog_fits_a_burst(server_factory: ServerFactory) -> None:
                          text=True, timeout=30, check=True).stdout
     somaxconn = int(Path("/proc/sys/net/core/somaxconn").read_text())
     assert int(out.split()[2]) == min(cli.BACKLOG, somaxconn) > 128, out
+
+
+def test_the_timeouts_can_be_turned_off_with_none() -> None:
+    import argparse
+
+    from tornado_mcp import cli
+
+    parser = argparse.ArgumentParser()
+    cli.add_option_flags(parser)
+    args = parser.parse_args(["--body-timeout", "none", "--header-timeout", "NONE"])
+    assert cli.http_server_bounds(args) == {"idle_connection_timeout": None,
+                                            "body_timeout": None}
+    defaults = cli.http_server_bounds(parser.parse_args([]))
+    assert defaults == {"idle_connection_timeout": 30.0, "body_timeout": 60.0}

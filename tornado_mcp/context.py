@@ -391,14 +391,15 @@ class Context(_Logging):
 
     def seal_state(self, data: Any) -> str:
         """Seal ``data`` into a ``requestState`` bound to this method and these params."""
-        return self.server.request_state.seal(data, self.method, self.params)
+        return self.server.request_state.seal(data, self.method, self.params, _caller(self))
 
     def open_state(self) -> Any:
         """The data sealed by :meth:`seal_state` on an earlier round, or ``None`` if the
         request carries no state; -32602 when it was tampered with or expired."""
         if self.request_state is None:
             return None
-        data = self.server.request_state.open(self.request_state, self.method, self.params)
+        data = self.server.request_state.open(self.request_state, self.method, self.params,
+                                             _caller(self))
         if isinstance(data, dict) and set(data) == {STATE_INPUTS_KEY}:
             return None  # the answers ctx.sample / elicit / list_roots carry, not yours
         return data
@@ -427,7 +428,8 @@ def _input_round(ctx: Context, kind: str, method: str, params: dict[str, Any]) -
     if ctx._state_data is None:
         carried: dict[str, Any] = {}
         if ctx.request_state is not None:
-            opened = ctx.server.request_state.open(ctx.request_state, ctx.method, ctx.params)
+            opened = ctx.server.request_state.open(ctx.request_state, ctx.method, ctx.params,
+                                               _caller(ctx))
             if isinstance(opened, dict) and isinstance(opened.get(STATE_INPUTS_KEY), dict):
                 carried = dict(opened[STATE_INPUTS_KEY])
         ctx._state_data = {**carried, **ctx.input_responses}
@@ -440,5 +442,12 @@ def _input_round(ctx: Context, kind: str, method: str, params: dict[str, Any]) -
     if len(answers) >= MAX_INPUT_ROUNDS:
         raise MCPError(INTERNAL_ERROR, "Too many input rounds: this call asked the client for "
                                        f"input more than {MAX_INPUT_ROUNDS} times")
-    state = ctx.server.request_state.seal({STATE_INPUTS_KEY: answers}, ctx.method, ctx.params)
+    state = ctx.server.request_state.seal({STATE_INPUTS_KEY: answers}, ctx.method, ctx.params,
+                                         _caller(ctx))
     raise NeedsInput(InputRequired({key: {"method": method, "params": params}}, state))
+
+
+def _caller(ctx: Context) -> str:
+    """Who sealed request state is for: the authenticated caller (anyone when anonymous)."""
+    p = ctx.principal
+    return f"{p.method}:{p.subject}" if p.authenticated else ""

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import secrets
 import time
 from collections.abc import Sequence
@@ -215,18 +216,24 @@ class RequestStateCodec:
         return self.keys[0]
 
     @staticmethod
-    def _digest(method: str, params: dict[str, Any]) -> str:
-        bound = {k: v for k, v in params.items() if k not in _PARAMS_NOT_BOUND}
-        return _b64(hashlib.sha256(method.encode() + b"\0" + jsonio.dumps(bound)).digest()[:16])
+    def _digest(method: str, params: dict[str, Any], caller: str) -> str:
+        # Canonical JSON (sorted keys): a client may re-serialise its params in any order.
+        bound = json.dumps({k: v for k, v in params.items() if k not in _PARAMS_NOT_BOUND},
+                           sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        material = b"\0".join((method.encode(), caller.encode(), bound.encode()))
+        return _b64(hashlib.sha256(material).digest()[:16])
 
-    def seal(self, data: Any, method: str, params: dict[str, Any]) -> str:
-        payload = jsonio.dumps({"d": data, "m": method, "p": self._digest(method, params),
+    def seal(self, data: Any, method: str, params: dict[str, Any], caller: str = "") -> str:
+        """Seal ``data`` for this ``method`` and ``params`` and, when given, this
+        ``caller`` (another caller's retry cannot open it)."""
+        payload = jsonio.dumps({"d": data, "m": method, "p": self._digest(method, params,
+                                                                            caller),
                                 "e": int(time.time() + self.ttl)})
         key_id, aead = self._sealer
         nonce = secrets.token_bytes(_NONCE_BYTES)
         return SEALED_PREFIX + _b64(key_id + nonce + aead.encrypt(nonce, payload, _AAD))
 
-    def open(self, token: Any, method: str, params: dict[str, Any]) -> Any:
+    def open(self, token: Any, method: str, params: dict[str, Any], caller: str = "") -> Any:
         """Return the sealed data; raise -32602 when the state was tampered with, sealed
         with a key not in the ring, expired, or sealed for another request."""
         try:
@@ -250,7 +257,7 @@ class RequestStateCodec:
                 raise ValueError
         except (ValueError, TypeError):
             raise MCPError(INVALID_PARAMS, "Invalid requestState: integrity check failed") from None
-        if state.get("m") != method or state.get("p") != self._digest(method, params):
+        if state.get("m") != method or state.get("p") != self._digest(method, params, caller):
             raise MCPError(INVALID_PARAMS, "Invalid requestState: it belongs to another request")
         if not isinstance(state.get("e"), int) or state["e"] < time.time():
             raise MCPError(INVALID_PARAMS, "Invalid requestState: expired")

@@ -147,10 +147,7 @@ class Server(Registry):
         """Capabilities as ``server/discover`` shows them: without the ``listChanged`` and
         ``subscribe`` flags when no ``subscriptions/listen`` stream can carry them."""
         caps = self.capabilities
-        if listen_served:
-            return caps
-        return {k: ({f: x for f, x in v.items() if f not in ("listChanged", "subscribe")}
-                    if isinstance(v, dict) else v) for k, v in caps.items()}
+        return caps if listen_served else without_change_flags(caps)
 
     # -- notifications -------------------------------------------------------------------
     def add_sink(self, sink: NotificationSink) -> None:
@@ -296,3 +293,10 @@ class Server(Registry):
             result.setdefault("ttlMs", self.ttl_ms)
             result.setdefault("cacheScope", self.cache_scope)
         return result
+
+
+def without_change_flags(caps: dict[str, Any]) -> dict[str, Any]:
+    """``caps`` without the ``listChanged`` and ``subscribe`` flags (for a configuration
+    that cannot deliver change notifications); everything else is kept."""
+    return {k: ({f: x for f, x in v.items() if f not in ("listChanged", "subscribe")}
+                if isinstance(v, dict) and k != "extensions" else v) for k, v in caps.items()}

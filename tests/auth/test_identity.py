@@ -212,3 +212,43 @@ async def test_an_async_hook_and_a_get_principal_override_both_feed_the_context(
                              headers=as_user("erin", "a b"))
         assert r.json["result"]["structuredContent"]["scopes"] == ["a", "b"]
     assert ANONYMOUS.as_dict()["authenticated"] is False
+
+
+async def test_a_batch_call_lacking_a_scope_gets_its_own_error_and_the_others_run() -> None:
+    async with running(protected_server(), authenticate=from_header) as srv:
+        who = as_user("ada", TOOLS)
+        r = await srv.post(init_msg(version="2025-03-26"), headers=who)
+        sid = r.headers["Mcp-Session-Id"]
+        before = srv.transport.snapshot().refusals["auth_insufficient_scope"]
+        batch = [rpc("tools/call", {"name": "echo", "arguments": {"text": "one"}}, 1),
+                 rpc("tools/call", {"name": "admin_only", "arguments": {}}, 2),
+                 rpc("tools/call", {"name": "echo", "arguments": {"text": "three"}}, 3)]
+        r = await srv.post(batch, session=sid, version="2025-03-26", headers=who)
+        assert r.status == 200
+        by_id = {m["id"]: m for m in r.json}
+        assert by_id[1]["result"]["content"][0]["text"] == "one"
+        assert by_id[2]["error"]["code"] == -32600 and "mcp:admin" in by_id[2]["error"]["message"]
+        assert by_id[3]["result"]["content"][0]["text"] == "three"
+        assert srv.transport.snapshot().refusals["auth_insufficient_scope"] == before + 1
+
+
+async def test_tasks_belong_to_the_caller_and_how_they_authenticated() -> None:
+    def by_way(handler: tornado.web.RequestHandler) -> Principal | None:
+        way = handler.request.headers.get("X-Via")
+        return Principal.of("alice", [TOOLS], method=way) if way else None
+
+    caps = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+    async with running(protected_server(), authenticate=by_way) as srv:
+        created = await srv.modern("tools/call", {"name": "slow_compute",
+                                                  "arguments": {"seconds": 0.01}},
+                                   meta=modern_meta(caps), headers={"X-Via": "host"})
+        task_id = created.json["result"]["taskId"]
+
+        async def get(way: str) -> Any:
+            return (await srv.modern("tasks/get", {"taskId": task_id}, meta=modern_meta(caps),
+                                     headers={"X-Via": way, "Mcp-Name": task_id})).json
+
+        assert (await get("host"))["result"]["taskId"] == task_id
+        other = await get("bearer")  # the same subject, authenticated another way
+        assert other["error"]["code"] == -32602
+        assert f"unknown task {task_id}" in other["error"]["message"]

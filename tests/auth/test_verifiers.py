@@ -129,3 +129,16 @@ async def test_introspection_ttl_zero_asks_every_time() -> None:
         await verifier.verify(token, AUD)
         await verifier.verify(token, AUD)
         assert (verifier.requests, verifier.cached) == (2, 0)
+
+
+async def test_an_introspected_token_is_judged_per_resource_it_is_presented_at() -> None:
+    async with authorization_server() as authz:
+        authz.add_resource_server("rs", "rs-secret")
+        token = authz.store_token(AUD, "alice")
+        verifier = IntrospectionVerifier(authz.issuer + "/introspect", "rs", "rs-secret")
+        assert (await verifier.verify(token, AUD)).subject == "alice"
+        # accepted at its own resource, and remembered: still refused at another one
+        with pytest.raises(InvalidToken, match="token audience is not this resource"):
+            await verifier.verify(token, "http://elsewhere/mcp")
+        assert (await verifier.verify(token, AUD)).subject == "alice"
+        assert verifier.requests == 2  # one answer per resource, each from the cache after

@@ -144,3 +144,15 @@ def test_expiry_is_checked_against_the_clock(monkeypatch: pytest.MonkeyPatch) ->
     assert codec.open(token, "tools/call", PARAMS) == DATA
     monkeypatch.setattr(time, "time", lambda: now + 62)
     assert refused(codec, token) == "Invalid requestState: expired"
+
+
+def test_the_params_key_order_does_not_matter_but_the_caller_does() -> None:
+    codec = RequestStateCodec(keys=[b"k" * 32])
+    params = {"name": "t", "arguments": {"a": 1, "b": 2}}
+    sealed = codec.seal({"n": 1}, "tools/call", params, "bearer:alice")
+    reordered = {"arguments": {"b": 2, "a": 1}, "name": "t"}  # the same JSON, re-serialised
+    assert codec.open(sealed, "tools/call", reordered, "bearer:alice") == {"n": 1}
+    for caller in ("bearer:mallory", "host:alice", ""):  # another caller's retry
+        with pytest.raises(MCPError) as info:
+            codec.open(sealed, "tools/call", params, caller)
+        assert info.value.code == -32602

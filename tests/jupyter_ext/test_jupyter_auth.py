@@ -179,3 +179,11 @@ def test_everything_moves_under_jupyters_base_url(tmp_path: Path) -> None:
         assert api.status_code == 200
     finally:
         jp.stop()
+
+
+def test_a_cors_preflight_is_answered_without_asking_for_a_login(jupyter: JupyterProc) -> None:
+    # Browsers send preflights without credentials: the CORS rules answer them, never 401.
+    r = httpx.options(jupyter.mcp_url, timeout=STEP, headers={
+        "Origin": "http://127.0.0.1:9", "Access-Control-Request-Method": "POST"})
+    assert r.status_code == 403
+    assert "WWW-Authenticate" not in r.headers

@@ -4,7 +4,8 @@ The resource server asks the authorization server's introspection endpoint about
 token it has not seen recently (authenticating itself with its own client id and secret),
 and keeps the answer for at most ``cache_ttl`` seconds, never past the token's ``exp``.
 The cache holds at most ``cache_size`` tokens (the least recently used goes first), keyed
-by a SHA-256 of the token, so a flood of made-up tokens costs bounded memory and the cache
+by a SHA-256 of the token (and of the resource it was presented at, when the audience is
+the resource), so a flood of made-up tokens costs bounded memory and the cache
 itself holds no token.  Negative answers are cached too, so one bad token is asked about
 once per TTL.
 
@@ -63,7 +64,10 @@ class IntrospectionVerifier:
         return len(self._cache)
 
     async def verify(self, token: str, resource: str) -> Principal:
-        key = hashlib.sha256(token.encode()).digest()
+        # The verdict depends on the resource when no fixed audience is configured (the
+        # token must name the resource it is used at), so the resource is in the key.
+        scope = "" if self.audience else resource
+        key = hashlib.sha256(f"{scope}\0{token}".encode()).digest()
         now = time.monotonic()
         hit = self._cache.get(key)
         if hit is not None:

@@ -125,7 +125,7 @@ class Cluster:
     async def session_owner(self, session_id: str) -> ProcessInfo | None:
         """The live process, other than this one, whose prefix ``session_id`` carries."""
         owner, dot, _ = session_id.partition(".")
-        if not dot or owner == self.id:
+        if not dot or owner == self.id or not _looks_like_process_id(owner):
             return None
         return await self.members.lookup(owner)
 
@@ -169,3 +169,9 @@ class Cluster:
         return ClusterSnapshot(taken_at=time.time(), self_id=self.id,
                                connected=self.link.connected, processes=processes,
                                totals=totals, relay=relay)
+
+
+def _looks_like_process_id(text: str) -> bool:
+    """A process id is 12 lowercase hex digits; anything else names no process, and is
+    not asked of Redis."""
+    return len(text) == 12 and all(c in "0123456789abcdef" for c in text)

@@ -24,6 +24,9 @@ from .. import jsonio
 from ..introspection import ProcessInfo
 from .link import DOWN
 
+#: Unknown process ids remembered at most (the table starts over when full).
+UNKNOWN_IDS_KEPT = 1024
+
 if TYPE_CHECKING:
     from .core import Cluster
 
@@ -40,6 +43,8 @@ class Members:
         ttl = cluster.transport.options.cluster_heartbeat_ttl
         self.ttl_ms = max(1, int(ttl * 1000))
         self.interval = min(1.0, ttl / 4)
+        #: Process ids Redis did not know, until when (asked again after a heartbeat round).
+        self._unknown: dict[str, float] = {}
 
     def key(self, process_id: str) -> str:
         return f"{self.cluster.namespace}:proc:{process_id}"
@@ -100,11 +105,19 @@ class Members:
         info = self.others.get(process_id)
         if info is not None or not self.cluster.link.connected:
             return info
+        now = time.monotonic()
+        if self._unknown.get(process_id, 0.0) > now:
+            return None  # asked a moment ago: no such process
         try:
             raw = await asyncio.wait_for(self.cluster.link.redis.get(self.key(process_id)), 1.0)
         except DOWN:
             return None
-        return _from_record(raw)
+        found = _from_record(raw)
+        if found is None:  # remembered until the next heartbeat round, in a bounded table
+            if len(self._unknown) >= UNKNOWN_IDS_KEPT:
+                self._unknown.clear()
+            self._unknown[process_id] = now + self.interval
+        return found
 
     async def loop(self) -> None:
         link = self.cluster.link

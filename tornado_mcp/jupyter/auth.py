@@ -130,8 +130,8 @@ class JupyterMCPHandler(MCPHandler):
 
     async def prepare(self) -> None:
         super().prepare()
-        if self._finished:
-            return
+        if self._finished or self.request.method == "OPTIONS" or self._deferred is not None:
+            return  # answered, a CORS preflight (sent without credentials), or refused
         principal = await jupyter_principal(self)
         if self._finished:  # the client went away meanwhile
             return

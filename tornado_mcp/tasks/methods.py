@@ -61,7 +61,7 @@ def owner_of(ctx: Context) -> str:
     nobody in particular (a 2026-07-28 anonymous task is reachable by its unguessable id,
     as the extension intends)."""
     if ctx.principal.authenticated:
-        return f"principal:{ctx.principal.subject}"
+        return f"principal:{ctx.principal.method}:{ctx.principal.subject}"
     if ctx.session is not None:
         return f"session:{ctx.session.id}"
     return ""

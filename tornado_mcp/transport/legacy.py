@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .. import jsonio
+from ..auth.errors import AuthError
 from ..auth.gate import same_caller
 from ..errors import MCPError
 from ..options import MAX_INITIALIZE_PARAMS_VALUES
@@ -34,6 +35,7 @@ from ..protocol import (
     Refusal,
 )
 from ..schemas import INITIALIZE_PARAMS, load
+from ..server import without_change_flags
 from ..session import Session
 from ..tasks import methods as tasks
 from . import headers
@@ -133,7 +135,12 @@ async def _batch(h: MCPHandler, batch: list[Any], body: bytes) -> None:
             if session is not None and valid_id(rid) and rid in session.in_flight:
                 responses.append(error_body(rid, INVALID_REQUEST, IN_FLIGHT_CONFLICT))
                 continue
-            reply = await dispatch(stream, m, session, None)
+            try:
+                reply = await dispatch(stream, m, session, None)
+            except AuthError as exc:  # this call lacks a scope: its own error, not the batch's
+                h.transport.count_refusal(exc.kind)
+                responses.append(error_body(rid, INVALID_REQUEST, exc.message))
+                continue
             if reply is not None:  # a cancelled request is not answered
                 responses.append(reply)
         else:
@@ -199,7 +206,7 @@ async def _initialize(h: MCPHandler, message: dict[str, Any], body: bytes) -> No
     if opts.stateless:
         # No session, no GET stream: nothing could carry list changes or resource
         # updates, so they are not advertised.
-        answer["capabilities"] = t.server.advertised_capabilities(False)
+        answer["capabilities"] = without_change_flags(answer["capabilities"])
     result = {"jsonrpc": "2.0", "id": request_id, "result": answer}
     if t.middleware.active(opts):
         answered = await around_initialize(h, message, result)

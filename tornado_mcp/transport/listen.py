@@ -97,7 +97,7 @@ async def listen(h: MCPHandler, message: dict[str, Any], params: dict[str, Any])
     stream.acknowledged = True
     t.hub.add(stream)  # only now can a notification reach it: the ack is already queued
     principal = h.principal
-    t.tasks.watchers.add(stream, watched, f"principal:{principal.subject}"
+    t.tasks.watchers.add(stream, watched, f"principal:{principal.method}:{principal.subject}"
                          if principal.authenticated else "")
     t.admitted()
 
