@@ -557,6 +557,16 @@ class Probe:
     subscribe_calls: list[str] = field(default_factory=list)
     answers: list[Any] = field(default_factory=list)
 
+    async def hold(self) -> None:
+        """In a tool: set ``started``, then wait for ``gate`` (``cancelled`` is set if the
+        tool is cancelled meanwhile)."""
+        self.started.set()
+        try:
+            await self.gate.wait()
+        except asyncio.CancelledError:
+            self.cancelled.set()
+            raise
+
 
 def probe_server() -> tuple[Server, Probe]:
     """The example server plus tools that block (``block``), fail with ``SECRET`` in the
@@ -565,12 +575,7 @@ def probe_server() -> tuple[Server, Probe]:
     probe = Probe()
 
     async def block(ctx: Context) -> str:
-        probe.started.set()
-        try:
-            await probe.gate.wait()
-        except asyncio.CancelledError:
-            probe.cancelled.set()
-            raise
+        await probe.hold()
         return "released"
 
     def boom() -> str:

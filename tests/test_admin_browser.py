@@ -9,9 +9,7 @@ row.  Waits are Playwright's own (``expect(...)`` with a timeout), never bare sl
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -23,14 +21,13 @@ from admin_support import (
     open_session,
     running_admin,
 )
+from browser_support import chromium
 
 playwright_api = pytest.importorskip("playwright.async_api")
-async_playwright = playwright_api.async_playwright
 expect = playwright_api.expect
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -68,14 +65,8 @@ async def held_listen_stream(client: httpx.AsyncClient, srv: Running) -> AsyncIt
 
 @pytest.fixture
 async def browser() -> AsyncIterator[object]:
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM} (./dev test installs it)")
-    async with async_playwright() as p:
-        b = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            await b.close()
+    async with chromium(CHROMIUM_ARGS) as b:
+        yield b
 
 
 async def test_operator_walk_through(browser: object) -> None:

@@ -4,37 +4,28 @@ auth refusal counts on its refusal grid."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 import tornado.web
+from browser_support import chromium
 from mcp_http import init_msg, rpc, running
 
 from tornado_mcp import Principal, Server
 from tornado_mcp.dashboard import dashboard_routes
 
 playwright_api = pytest.importorskip("playwright.async_api")
-async_playwright, expect = playwright_api.async_playwright, playwright_api.expect
+expect = playwright_api.expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(90)]
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 TOKEN = "dashboard-token-for-tests"
 WAIT_MS = 15_000
 
 
 @pytest.fixture
 async def browser() -> AsyncIterator[object]:
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM} (./dev test installs it)")
-    async with async_playwright() as p:
-        b = await p.chromium.launch(executable_path=CHROMIUM,
-                                    args=["--no-sandbox", "--disable-gpu"])
-        try:
-            yield b
-        finally:
-            await b.close()
+    async with chromium(["--no-sandbox", "--disable-gpu"]) as b:
+        yield b
 
 
 def by_header(handler: tornado.web.RequestHandler) -> Principal | None:

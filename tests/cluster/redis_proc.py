@@ -9,6 +9,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -58,3 +59,16 @@ class RedisProc:
             self.proc.wait(timeout=10)
             self.proc = None
         shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+@pytest.fixture(name="redis")
+def redis_fixture() -> Iterator[RedisProc]:
+    """The ``redis`` fixture: a started redis-server, stopped after the test.  A test module
+    imports ``redis_fixture`` to use it (no conftest.py here: test modules import the root
+    one by the bare name ``conftest``, which a second one would shadow)."""
+    proc = RedisProc()
+    proc.start()
+    try:
+        yield proc
+    finally:
+        proc.stop()

@@ -15,10 +15,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-import pytest
 from mcp_http import (
     LEGACY,
     TIMEOUT,
@@ -29,23 +28,13 @@ from mcp_http import (
     running,
     unread_socket,
 )
-from redis_proc import RedisProc
+from redis_proc import RedisProc, redis_fixture  # noqa: F401 - the redis fixture
 
 from tornado_mcp import Transport
 from tornado_mcp.cluster import Cluster
 from tornado_mcp.protocol import INTERNAL_ERROR, INVALID_REQUEST
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
-
-
-@pytest.fixture
-def redis() -> Iterator[RedisProc]:
-    proc = RedisProc()
-    proc.start()
-    try:
-        yield proc
-    finally:
-        proc.stop()
 
 
 @contextlib.asynccontextmanager

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import ServerFactory
 from mcp_http import Running, rpc
-from redis_proc import RedisProc
+from redis_proc import RedisProc, redis_fixture  # noqa: F401 - the redis fixture
 
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists()
                                   else None)
@@ -53,16 +53,6 @@ http {{
     }}
 }}
 """
-
-
-@pytest.fixture
-def redis() -> Iterator[RedisProc]:
-    proc = RedisProc()
-    proc.start()
-    try:
-        yield proc
-    finally:
-        proc.stop()
 
 
 def free_port() -> int:

@@ -7,26 +7,14 @@ Two real server processes and a real redis-server, killed and restarted."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
-import pytest
 from conftest import ServerFactory, ServerProc
 from mcp_http import Running, Stream
-from redis_proc import RedisProc
+from redis_proc import RedisProc, redis_fixture  # noqa: F401 - the redis fixture
 from test_cluster_processes import admin, metric, start, touch, updates
 
 BUFFER = 3
 REFUSALS = 'tornado_mcp_refusals_total{bound="cluster_outage_buffer"}'
-
-
-@pytest.fixture
-def redis() -> Iterator[RedisProc]:
-    proc = RedisProc()
-    proc.start()
-    try:
-        yield proc
-    finally:
-        proc.stop()
 
 
 async def relay(proc: ServerProc) -> dict[str, int]:

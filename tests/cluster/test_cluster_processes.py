@@ -7,27 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from conftest import ServerFactory, ServerProc
 from mcp_http import Running, Stream, rpc
-from redis_proc import RedisProc
+from redis_proc import RedisProc, redis_fixture  # noqa: F401 - the redis fixture
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
 TOKEN = "cluster-test-token-0123456789"
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
-
-
-@pytest.fixture
-def redis() -> Iterator[RedisProc]:
-    proc = RedisProc()
-    proc.start()
-    try:
-        yield proc
-    finally:
-        proc.stop()
 
 
 def start(factory: ServerFactory, redis: RedisProc, *extra: str) -> ServerProc:

@@ -3,24 +3,11 @@ can reach another process.  Two servers in this process, each joined to one real
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from mcp_http import running
-from redis_proc import RedisProc
+from redis_proc import RedisProc, redis_fixture  # noqa: F401 - the redis fixture
 
 from tornado_mcp import Context, InputRequired, Server, Transport, elicitation
 from tornado_mcp.cluster import Cluster
-
-
-@pytest.fixture
-def redis() -> Iterator[RedisProc]:
-    proc = RedisProc()
-    proc.start()
-    try:
-        yield proc
-    finally:
-        proc.stop()
 
 
 def booking_server() -> Server:

@@ -8,29 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from conftest import ServerFactory, ServerProc
 from mcp_http import LEGACY, Running, Stream, assert_refused, rpc
-from redis_proc import RedisProc
+from redis_proc import RedisProc, redis_fixture  # noqa: F401 - the redis fixture
 from test_cluster_processes import admin, start
 
 from tornado_mcp.protocol import INTERNAL_ERROR
 
 CAPS = ("--cluster-wide-limits", "true", "--max-sessions", "2",
         "--max-listen-subscriptions", "2")
-
-
-@pytest.fixture
-def redis() -> Iterator[RedisProc]:
-    proc = RedisProc()
-    proc.start()
-    try:
-        yield proc
-    finally:
-        proc.stop()
 
 
 def init(name: str) -> dict[str, Any]:

@@ -7,23 +7,20 @@ the browser's preflight is refused and the request never reaches the server.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import tornado.httpserver
 import tornado.netutil
 import tornado.web
+from browser_support import chromium
 from mcp_http import example_server, running
 
 playwright_api = pytest.importorskip("playwright.async_api")
-async_playwright = playwright_api.async_playwright
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu",
                  "--disable-background-networking"]
 
@@ -88,14 +85,8 @@ async def page_origin() -> AsyncIterator[str]:
 
 @pytest.fixture
 async def browser() -> AsyncIterator[Any]:
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM} (./dev test installs it)")
-    async with async_playwright() as p:
-        b = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            await b.close()
+    async with chromium(CHROMIUM_ARGS) as b:
+        yield b
 
 
 async def test_allowed_origin_calls_across_origins_and_another_is_blocked(browser: Any) -> None:

@@ -11,6 +11,7 @@ import os
 
 import anyio
 import pytest
+from browser_support import chromium
 
 from .jupyter_proc import JupyterProc
 from .test_jupyter_sdk import DEMO_URI, STEP, client_for
@@ -21,7 +22,6 @@ expect = playwright_api.expect
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(120),
               pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update"]
 WAIT_MS = 15_000
@@ -33,28 +33,24 @@ async def test_jupyter_login_leads_to_a_live_dashboard(jupyter: JupyterProc) -> 
                 client_for(jupyter) as modern, \
                 modern.listen(resource_subscriptions=[DEMO_URI]):
             await legacy.call_tool("list_files", {"path": ""})
-            async with playwright_api.async_playwright() as p:
-                browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-                try:
-                    page = await browser.new_page(viewport={"width": 1280, "height": 900})
-                    await page.goto(f"{jupyter.mcp_url}/admin/")
-                    await expect(page).to_have_url(
-                        f"{jupyter.base}/login?next=%2Fmcp%2Fadmin%2F", timeout=WAIT_MS)
-                    await page.fill("input[name=password]", jupyter.token)
-                    await page.click("#login_submit")
-                    await expect(page).to_have_url(f"{jupyter.mcp_url}/admin/",
-                                                   timeout=WAIT_MS)
-                    await expect(page.locator("#live")).to_contain_text("live",
-                                                                        timeout=WAIT_MS)
-                    await expect(page.locator('[data-bind="sessions.count"]')).to_have_text(
-                        "1", timeout=WAIT_MS)
-                    await expect(page.locator('[data-bind="sessions.limit"]')).to_have_text(
-                        "5")
-                    await expect(page.locator("#streams-table tbody tr")).to_have_count(
-                        1, timeout=WAIT_MS)
-                    await expect(page.locator("body")).to_contain_text("signed in as Anonymous")
-                    target = os.environ.get("JUPYTER_DASHBOARD_SCREENSHOT")
-                    if target:
-                        await page.screenshot(path=target, full_page=False)
-                finally:
-                    await browser.close()
+            async with chromium(CHROMIUM_ARGS) as browser:
+                page = await browser.new_page(viewport={"width": 1280, "height": 900})
+                await page.goto(f"{jupyter.mcp_url}/admin/")
+                await expect(page).to_have_url(
+                    f"{jupyter.base}/login?next=%2Fmcp%2Fadmin%2F", timeout=WAIT_MS)
+                await page.fill("input[name=password]", jupyter.token)
+                await page.click("#login_submit")
+                await expect(page).to_have_url(f"{jupyter.mcp_url}/admin/",
+                                               timeout=WAIT_MS)
+                await expect(page.locator("#live")).to_contain_text("live",
+                                                                    timeout=WAIT_MS)
+                await expect(page.locator('[data-bind="sessions.count"]')).to_have_text(
+                    "1", timeout=WAIT_MS)
+                await expect(page.locator('[data-bind="sessions.limit"]')).to_have_text(
+                    "5")
+                await expect(page.locator("#streams-table tbody tr")).to_have_count(
+                    1, timeout=WAIT_MS)
+                await expect(page.locator("body")).to_contain_text("signed in as Anonymous")
+                target = os.environ.get("JUPYTER_DASHBOARD_SCREENSHOT")
+                if target:
+                    await page.screenshot(path=target, full_page=False)

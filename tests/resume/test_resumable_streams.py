@@ -223,12 +223,7 @@ async def test_a_disconnect_cancels_the_handler_unless_the_stream_is_resumable()
 
     async def chatty(ctx: Context) -> str:
         ctx.info("working")
-        probe.started.set()
-        try:
-            await probe.gate.wait()
-        except asyncio.CancelledError:
-            probe.cancelled.set()
-            raise
+        await probe.hold()
         return "finished"
 
     server.add_tool(chatty, "chatty", description="logs, then blocks")
