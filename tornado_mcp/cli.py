@@ -65,8 +65,8 @@ def add_option_flags(parser: argparse.ArgumentParser) -> None:
                         help="run on uvloop (pip install 'tornado-mcp[speed]')")
     parser.add_argument("--redis-url", default=None,
                         help="join the processes sharing this Redis (notifications, limits, "
-                             "sessions, tasks, requestState key; e.g. redis://127.0.0.1:6379/0); "
-                             "one process needs none")
+                             "sessions, tasks, stream events, requestState key; "
+                             "e.g. redis://127.0.0.1:6379/0); one process needs none")
     oauth = parser.add_argument_group("OAuth 2.1 resource server (needs tornado-mcp[oauth])")
     oauth.add_argument("--oauth-issuer", default=None, metavar="URL",
                        help="accept JWT bearer tokens from this authorization server")
@@ -133,11 +133,14 @@ def serve(server: Server, args: argparse.Namespace,
 async def _serve(server: Server, options: TransportOptions, args: argparse.Namespace,
                  extra_routes: Callable[[Transport], list[Any]] | None) -> None:
     task_store = None
+    event_store = None
     if args.redis_url:  # tasks too are kept where every process sees them
+        from .eventstore_redis import RedisEventStore
         from .tasks.redis_store import RedisTaskStore
         task_store = RedisTaskStore(args.redis_url)
+        event_store = RedisEventStore(args.redis_url)  # resumable streams' events
     transport = Transport(server, options=options, task_store=task_store,
-                          oauth=oauth_from_args(args))
+                          event_store=event_store, oauth=oauth_from_args(args))
     routes: list[Any] = [*transport.routes(args.path)]
     if extra_routes is not None:
         routes.extend(extra_routes(transport))

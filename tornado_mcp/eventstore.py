@@ -17,10 +17,12 @@ Everything is bounded per session by the transport's live options
 ``event_store_max_bytes`` refusal) and ``event_store_max_age`` (older events are dropped),
 and what a session keeps is counted in its ``retained_bytes`` in the snapshot.
 
-:class:`MemoryEventStore` is the default and the only store shipped: a stream's events live
-in the memory of the process that owns its session (in a cluster, a resuming ``GET`` is
-forwarded there), and are lost if that process restarts.  Another store implements
-:class:`EventStore`.
+:class:`MemoryEventStore` is the default: a stream's events live in the memory of the
+process that owns its session (in a cluster, a resuming ``GET`` is forwarded there), and
+are lost if that process restarts.
+:class:`~tornado_mcp.eventstore_redis.RedisEventStore` keeps the frames in Redis instead
+(the bookkeeping of the bounds stays with the owning process, in :class:`LedgerStore`).
+Another store implements :class:`EventStore`, or extends :class:`LedgerStore`.
 """
 
 from __future__ import annotations

@@ -337,6 +337,7 @@ class Transport:
         if self._lingering:
             await asyncio.wait(list(self._lingering), timeout=timeout)
         await self.tasks.close()
+        await self.resumption.store.close()  # a remote store sends what it queued
         self.server.remove_sink(self)
         self.sync_runner.shutdown()
 
