@@ -129,6 +129,9 @@ class StdioConnection:
         self.request_timeout = request_timeout
         self.session: Session | None = None
         self.in_flight: dict[Any, Context] = {}
+        #: Ids of the requests admitted and not yet answered, counted from when they are
+        #: read (several read at once are admitted before any handler starts).
+        self._admitted: set[Any] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._ids = itertools.count(1)
@@ -247,20 +250,24 @@ class StdioConnection:
             self.send(_error(request_id if _valid_id(request_id) else None,
                              INVALID_REQUEST, "Invalid Request"))
             return
-        if request_id in self.in_flight:
+        if request_id in self._admitted:
             self.send(_error(request_id, INVALID_REQUEST,
                              "Invalid Request: request id is already in flight"))
             return
-        if len(self.in_flight) >= self.max_in_flight:
+        if len(self._admitted) >= self.max_in_flight:
             self.send(_error(request_id, INVALID_REQUEST, "Invalid Request: more than "
                              f"{self.max_in_flight} requests in flight"))
             return
-        self._spawn(self._run(message["method"], params or {}, request_id))
+        self._admitted.add(request_id)
+        self._spawn(self._run(message["method"], params or {}, request_id),
+                    lambda: self._admitted.discard(request_id))
 
-    def _spawn(self, work: Awaitable[Any]) -> None:
+    def _spawn(self, work: Awaitable[Any], done: Callable[[], None] | None = None) -> None:
         async def run() -> None:
             await work
         task = self._loop.create_task(run())
+        if done is not None:
+            task.add_done_callback(lambda _: done())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
