@@ -252,3 +252,26 @@ async def test_tasks_belong_to_the_caller_and_how_they_authenticated() -> None:
         other = await get("bearer")  # the same subject, authenticated another way
         assert other["error"]["code"] == -32602
         assert f"unknown task {task_id}" in other["error"]["message"]
+
+
+async def test_watching_or_completing_a_scoped_primitive_needs_its_scopes() -> None:
+    async with running(protected_server(), authenticate=from_header) as srv:
+        ada, root = as_user("ada", TOOLS), as_user("root", f"{TOOLS} {ADMIN}")
+        sid = await open_session(srv, ada)
+        subscribe = rpc("resources/subscribe", {"uri": "admin://report"}, 5)
+        refused = await srv.post(subscribe, session=sid, headers=ada)
+        assert refused.status == 403 and "mcp:admin" in refused.json["error"]["message"]
+        complete = rpc("completion/complete", {"ref": {"type": "ref/prompt",
+                                                       "name": "admin_prompt"},
+                                               "argument": {"name": "x", "value": ""}}, 6)
+        assert (await srv.post(complete, session=sid, headers=ada)).status == 403
+        listen = await srv.request("POST", json.dumps(rpc("subscriptions/listen", {
+            "notifications": {"resourceSubscriptions": ["admin://report"]},
+            "_meta": modern_meta()}, "l1")).encode(), {
+            "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": MODERN, "Mcp-Method": "subscriptions/listen", **ada})
+        assert listen.status == 403
+        assert not srv.transport.snapshot().streams
+        root_sid = await open_session(srv, root)
+        allowed = await srv.post(subscribe, session=root_sid, headers=root)
+        assert allowed.status == 200 and final(allowed)["result"] == {}

@@ -22,7 +22,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..identity import Principal
-from ..protocol import PROMPTS_GET, RESOURCES_READ, TOOLS_CALL
+from ..protocol import (
+    COMPLETION_COMPLETE,
+    PROMPTS_GET,
+    RESOURCES_READ,
+    RESOURCES_SUBSCRIBE,
+    TOOLS_CALL,
+)
 from ..uritemplate import UriTemplate
 from .errors import AuthError, insufficient, missing
 
@@ -74,10 +80,15 @@ class ScopeRules:
 
     def authorize(self, method: str, params: Any, principal: Principal) -> None:
         """Raise :class:`AuthError` unless ``principal`` may make this call."""
-        key = _target(method, params)
-        if key is None:
-            return
-        scopes = self.needed(method, key)
+        target = _target(method, params)
+        if target is not None:
+            self.authorize_target(*target, principal)
+
+    def authorize_target(self, method: str, name: str, principal: Principal) -> None:
+        """Raise :class:`AuthError` unless ``principal`` may call ``method`` on ``name``
+        (subscribing to a resource, or completing its arguments, needs what reading it
+        needs; completing a prompt's arguments, what getting it needs)."""
+        scopes = self.needed(method, name)
         if scopes and not principal.has_scopes(*scopes):
             raise _refusal(principal, scopes)
 
@@ -101,11 +112,23 @@ class ScopeRules:
         return {**result, key: [i for i in items if not isinstance(i, dict) or allowed(i)]}
 
 
-def _target(method: str, params: Any) -> str | None:
-    if method not in (TOOLS_CALL, PROMPTS_GET, RESOURCES_READ) or not isinstance(params, dict):
+def _target(method: str, params: Any) -> tuple[str, str] | None:
+    """The primitive a request acts on, as (the method that calls it, its name or URI)."""
+    if not isinstance(params, dict):
         return None
-    value = params.get("uri" if method == RESOURCES_READ else "name")
-    return value if isinstance(value, str) else None
+    if method == COMPLETION_COMPLETE:
+        ref = params.get("ref")
+        if not isinstance(ref, dict):
+            return None
+        method = PROMPTS_GET if ref.get("type") == "ref/prompt" else RESOURCES_READ
+        value = ref.get("name" if method == PROMPTS_GET else "uri")
+    elif method in (RESOURCES_READ, RESOURCES_SUBSCRIBE):
+        method, value = RESOURCES_READ, params.get("uri")
+    elif method in (TOOLS_CALL, PROMPTS_GET):
+        value = params.get("name")
+    else:
+        return None
+    return (method, value) if isinstance(value, str) else None
 
 
 def _refusal(principal: Principal, scopes: frozenset[str]) -> AuthError:

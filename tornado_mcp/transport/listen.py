@@ -20,6 +20,7 @@ from ..protocol import (
     INVALID_REQUEST,
     META_CAPABILITIES,
     META_SUBSCRIPTION_ID,
+    RESOURCES_READ,
     SUBSCRIPTIONS_ACKNOWLEDGED,
     Refusal,
 )
@@ -63,6 +64,10 @@ async def listen(h: MCPHandler, message: dict[str, Any], params: dict[str, Any])
     except MCPError as exc:
         raise Reply(400, exc.code, exc.message, listen_id, exc.data) from None
     uris = list(dict.fromkeys(filt.get("resourceSubscriptions") or ()))
+    rules = t.server.scope_rules
+    if rules.active:  # watching a resource needs what reading it needs (AuthError: 401/403)
+        for uri in uris[:MAX_RESOURCE_SUBSCRIPTION_URIS]:
+            rules.authorize_target(RESOURCES_READ, uri, h.principal)
     if len(uris) > MAX_RESOURCE_SUBSCRIPTION_URIS:
         raise Reply(400, INVALID_PARAMS, f"Invalid params: {URIS_FIELD} exceeds "
                                          f"{MAX_RESOURCE_SUBSCRIPTION_URIS} URIs", listen_id,
