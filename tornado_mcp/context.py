@@ -449,5 +449,4 @@ def _input_round(ctx: Context, kind: str, method: str, params: dict[str, Any]) -
 
 def _caller(ctx: Context) -> str:
     """Who sealed request state is for: the authenticated caller (anyone when anonymous)."""
-    p = ctx.principal
-    return f"{p.method}:{p.subject}" if p.authenticated else ""
+    return ctx.principal.caller

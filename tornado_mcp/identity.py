@@ -41,6 +41,13 @@ class Principal:
     def authenticated(self) -> bool:
         return self.subject is not None
 
+    @property
+    def caller(self) -> str:
+        """Who this is, as one string: the way of authenticating and the subject (a client
+        that stepped up to more scopes is the same caller); ``""`` for the anonymous one.
+        What sessions, tasks, sealed state and rate limits are bound to."""
+        return f"{self.method}:{self.subject}" if self.subject is not None else ""
+
     def has_scopes(self, *scopes: str) -> bool:
         """True when every one of ``scopes`` was granted."""
         return all(s in self.scopes for s in scopes)

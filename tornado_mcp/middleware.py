@@ -154,10 +154,7 @@ class RateLimit:
 
     @staticmethod
     def key(ctx: Context) -> str:
-        p = ctx.principal
-        if p.subject is not None:
-            return f"{p.method}:{p.subject}"
-        return f"address:{ctx.remote_ip or '-'}"
+        return ctx.principal.caller or f"address:{ctx.remote_ip or '-'}"
 
     def take(self, key: str) -> float | None:
         """Take a token for ``key``: ``None`` when allowed, else seconds until allowed."""

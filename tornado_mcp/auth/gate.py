@@ -93,4 +93,4 @@ def same_caller(a: Principal, b: Principal) -> bool:
     """``a`` and ``b`` are the same caller (same subject, same way of authenticating):
     a session opened by one is not usable by the other.  Scopes may differ (a client
     that stepped up to more scopes is still the same caller)."""
-    return a.subject == b.subject and a.method == b.method
+    return a.caller == b.caller

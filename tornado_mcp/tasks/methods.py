@@ -42,6 +42,7 @@ from .support import RunAsTask, declared, support_of, tool_result
 
 if TYPE_CHECKING:
     from ..context import Context
+    from ..identity import Principal
     from .manager import TaskManager
 
 #: The only legacy version with (experimental) tasks.
@@ -56,12 +57,17 @@ LIST_PAGE = 100
 LEGACY_CAPABILITY: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
 
 
+def principal_owner(principal: Principal) -> str:
+    """The owner key of what an authenticated ``principal`` starts or watches."""
+    return f"principal:{principal.caller}" if principal.authenticated else ""
+
+
 def owner_of(ctx: Context) -> str:
     """Who a task belongs to: the authenticated subject, else the legacy session, else
     nobody in particular (a 2026-07-28 anonymous task is reachable by its unguessable id,
     as the extension intends)."""
     if ctx.principal.authenticated:
-        return f"principal:{ctx.principal.method}:{ctx.principal.subject}"
+        return principal_owner(ctx.principal)
     if ctx.session is not None:
         return f"session:{ctx.session.id}"
     return ""

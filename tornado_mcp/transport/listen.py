@@ -26,6 +26,7 @@ from ..protocol import (
 )
 from ..schemas import SUBSCRIPTION_FILTER, load
 from ..sse import frame
+from ..tasks.methods import principal_owner
 from ..tasks.watch import task_ids
 from .jsonrpc import Reply, valid_id
 
@@ -101,9 +102,7 @@ async def listen(h: MCPHandler, message: dict[str, Any], params: dict[str, Any])
         return
     stream.acknowledged = True
     t.hub.add(stream)  # only now can a notification reach it: the ack is already queued
-    principal = h.principal
-    t.tasks.watchers.add(stream, watched, f"principal:{principal.method}:{principal.subject}"
-                         if principal.authenticated else "")
+    t.tasks.watchers.add(stream, watched, principal_owner(h.principal))
     t.admitted()
 
     def disconnected() -> None:
