@@ -18,7 +18,7 @@ types it does not apply to.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sized
 from typing import Any
 
 Predicate = Callable[[Any], bool]
@@ -136,13 +136,24 @@ def _numeric(s: dict[str, Any]) -> list[Predicate]:
     return out
 
 
-def _string(s: dict[str, Any]) -> list[Predicate]:
+def _sized(s: dict[str, Any], kind: type[Sized], min_key: str,
+           max_key: str) -> list[Predicate]:
+    """The ``min_key``/``max_key`` length bounds of a ``kind`` (other types pass)."""
     out: list[Predicate] = []
-    lo, hi = s.get("minLength"), s.get("maxLength")
+    lo, hi = s.get(min_key), s.get(max_key)
     if lo is not None:
-        out.append(lambda v: type(v) is not str or len(v) >= lo)
+        def long_enough(v: Any) -> bool:
+            return type(v) is not kind or len(v) >= lo
+        out.append(long_enough)
     if hi is not None:
-        out.append(lambda v: type(v) is not str or len(v) <= hi)
+        def short_enough(v: Any) -> bool:
+            return type(v) is not kind or len(v) <= hi
+        out.append(short_enough)
+    return out
+
+
+def _string(s: dict[str, Any]) -> list[Predicate]:
+    out = _sized(s, str, "minLength", "maxLength")
     if "pattern" in s:
         try:
             search = re.compile(s["pattern"]).search
@@ -153,12 +164,7 @@ def _string(s: dict[str, Any]) -> list[Predicate]:
 
 
 def _object(s: dict[str, Any]) -> list[Predicate]:
-    out: list[Predicate] = []
-    lo, hi = s.get("minProperties"), s.get("maxProperties")
-    if lo is not None:
-        out.append(lambda v: type(v) is not dict or len(v) >= lo)
-    if hi is not None:
-        out.append(lambda v: type(v) is not dict or len(v) <= hi)
+    out = _sized(s, dict, "minProperties", "maxProperties")
     required = tuple(s.get("required", ()))
     props = {k: _compile(sub) for k, sub in s.get("properties", {}).items()}
     extra = _compile(s["additionalProperties"]) if "additionalProperties" in s else None
@@ -184,12 +190,7 @@ def _object(s: dict[str, Any]) -> list[Predicate]:
 
 
 def _array(s: dict[str, Any]) -> list[Predicate]:
-    out: list[Predicate] = []
-    lo, hi = s.get("minItems"), s.get("maxItems")
-    if lo is not None:
-        out.append(lambda v: type(v) is not list or len(v) >= lo)
-    if hi is not None:
-        out.append(lambda v: type(v) is not list or len(v) <= hi)
+    out = _sized(s, list, "minItems", "maxItems")
     if "items" in s:
         items = _compile(s["items"])
         if items is not _true:
