@@ -152,8 +152,7 @@ class MCPHandler(tornado.web.RequestHandler):
     def on_connection_close(self) -> None:
         if self.on_disconnect is not None:
             self.on_disconnect()
-        body = getattr(self.request, "_body_future", None)
-        if body is not None and not body.done():
+        if _body_unread(self.request):
             # The peer left mid-upload: Tornado will never finish this request, so
             # on_finish will not run. Let go of the handler and what it had read.
             self._chunks = []
@@ -167,10 +166,8 @@ class MCPHandler(tornado.web.RequestHandler):
         """Finish the response; one finished before its request's body was read (Tornado
         then closes the connection) says ``Connection: close``, so a keep-alive client
         does not send its next request into a closing connection."""
-        if not self._headers_written:
-            body = getattr(self.request, "_body_future", None)
-            if body is not None and not body.done():
-                self.set_header("Connection", "close")
+        if not self._headers_written and _body_unread(self.request):
+            self.set_header("Connection", "close")
         return super().finish(chunk)
 
     def _request_summary(self) -> str:
@@ -352,6 +349,13 @@ class MCPHandler(tornado.web.RequestHandler):
                  self.request.method, self.request.uri, self.request.remote_ip)
 
 
+
+
+def _body_unread(request: Any) -> bool:
+    """Tornado is still reading this streamed request's body (it never finishes one whose
+    peer left, and closes the connection after a response sent before it)."""
+    body = getattr(request, "_body_future", None)
+    return body is not None and not body.done()
 
 
 def _too_large(limit: int) -> Reply:
