@@ -46,6 +46,7 @@ from typing import Any, BinaryIO
 from . import jsonio
 from .context import Context
 from .errors import MCPError
+from .jsonrpc import Kind, classify, error_body, safe_id, valid_id
 from .outbound import client_result, request_message
 from .protocol import (
     ALL_VERSIONS,
@@ -75,14 +76,6 @@ MAX_IN_FLIGHT = 100
 #: How long a server-to-client request waits for the client's answer, by default.
 REQUEST_TIMEOUT_S = 600.0
 _READ_CHUNK = 64 * 1024
-
-
-def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
-
-
-def _valid_id(value: Any) -> bool:
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
 class _Channel:
@@ -196,7 +189,7 @@ class StdioConnection:
                 continue
             if len(self._buffer) + len(part) > self.max_line_bytes:
                 self._buffer.clear()
-                self.send(_error(None, INVALID_REQUEST, self._too_long_message()))
+                self.send(error_body(None, INVALID_REQUEST, self._too_long_message()))
                 continue
             line = bytes(self._buffer + part) if self._buffer else part
             self._buffer.clear()
@@ -210,29 +203,29 @@ class StdioConnection:
         """The line being read is over the bound: drop it, skip the rest of it."""
         self._buffer.clear()
         self._discarding = True
-        self.send(_error(None, INVALID_REQUEST, self._too_long_message()))
+        self.send(error_body(None, INVALID_REQUEST, self._too_long_message()))
 
     def _line(self, line: bytes) -> None:
         try:
             message = jsonio.loads(line)
         except (jsonio.JSONDecodeError, jsonio.JSONNestingError):
-            self.send(_error(None, PARSE_ERROR, "Parse error: Invalid JSON"))
+            self.send(error_body(None, PARSE_ERROR, "Parse error: Invalid JSON"))
             return
         if not isinstance(message, dict):
-            self.send(_error(None, INVALID_REQUEST,
+            self.send(error_body(None, INVALID_REQUEST,
                              "Invalid Request: a line must hold one JSON-RPC message"))
             return
-        method = message.get("method")
-        if isinstance(method, str) and "id" in message:
+        kind = classify(message)
+        if kind is Kind.REQUEST:
             self._request(message)
-        elif isinstance(method, str):
-            self._notification(method, message.get("params"))
-        elif "id" in message and ("result" in message or "error" in message):
+        elif kind is Kind.NOTIFICATION:
+            self._notification(message["method"], message.get("params"))
+        elif kind is Kind.RESPONSE:
             fut = self._pending.pop(str(message.get("id")), None)
             if fut is not None and not fut.done():
                 fut.set_result(message)
         else:
-            self.send(_error(None, INVALID_REQUEST, "Invalid Request"))
+            self.send(error_body(None, INVALID_REQUEST, "Invalid Request"))
 
     def _notification(self, method: str, params: Any) -> None:
         if method == CANCELLED and isinstance(params, dict):
@@ -245,17 +238,16 @@ class StdioConnection:
     def _request(self, message: dict[str, Any]) -> None:
         request_id = message.get("id")
         params = message.get("params")
-        if message.get("jsonrpc") != "2.0" or not _valid_id(request_id) or \
+        if message.get("jsonrpc") != "2.0" or not valid_id(request_id) or \
                 (params is not None and not isinstance(params, dict)):
-            self.send(_error(request_id if _valid_id(request_id) else None,
-                             INVALID_REQUEST, "Invalid Request"))
+            self.send(error_body(safe_id(request_id), INVALID_REQUEST, "Invalid Request"))
             return
         if request_id in self._admitted:
-            self.send(_error(request_id, INVALID_REQUEST,
+            self.send(error_body(request_id, INVALID_REQUEST,
                              "Invalid Request: request id is already in flight"))
             return
         if len(self._admitted) >= self.max_in_flight:
-            self.send(_error(request_id, INVALID_REQUEST, "Invalid Request: more than "
+            self.send(error_body(request_id, INVALID_REQUEST, "Invalid Request: more than "
                              f"{self.max_in_flight} requests in flight"))
             return
         self._admitted.add(request_id)
@@ -276,19 +268,19 @@ class StdioConnection:
         envelope = None
         if isinstance(meta, dict) and META_VERSION in meta:
             if meta[META_VERSION] not in MODERN_VERSIONS:
-                self.send(_error(request_id, UNSUPPORTED_PROTOCOL_VERSION,
+                self.send(error_body(request_id, UNSUPPORTED_PROTOCOL_VERSION,
                                  "Unsupported protocol version"))
                 return
             try:
                 envelope = load(ENVELOPE, meta, "missing or invalid `_meta` envelope")
             except MCPError as exc:
-                self.send(_error(request_id, INVALID_PARAMS, exc.message))
+                self.send(error_body(request_id, INVALID_PARAMS, exc.message))
                 return
         elif method == INITIALIZE:
             self._initialize(params, request_id)
             return
         elif self.session is None and method != "ping":
-            self.send(_error(request_id, INVALID_REQUEST,
+            self.send(error_body(request_id, INVALID_REQUEST,
                              "Invalid Request: send initialize first"))
             return
         session = None if envelope is not None else self.session
@@ -309,7 +301,7 @@ class StdioConnection:
             self.send({"jsonrpc": "2.0", "id": request_id, "error": exc.to_error()})
         except Exception:
             log.exception("handler for %s raised", method)
-            self.send(_error(request_id, INTERNAL_ERROR, "Internal error"))
+            self.send(error_body(request_id, INTERNAL_ERROR, "Internal error"))
         finally:
             ctx.task = None
             self.in_flight.pop(request_id, None)
@@ -318,7 +310,7 @@ class StdioConnection:
         try:
             p = load(INITIALIZE_PARAMS, params, "initialize")
         except MCPError as exc:
-            self.send(_error(request_id, exc.code, exc.message))
+            self.send(error_body(request_id, exc.code, exc.message))
             return
         version = self.server.negotiate_version(p["protocolVersion"], LEGACY_VERSIONS)
         if self.session is not None:
