@@ -16,7 +16,7 @@ from mcp.shared.exceptions import MCPError as ClientMCPError
 from mcp_http import LEGACY, MODERN, modern_meta, running
 
 from tornado_mcp import Context, Server
-from tornado_mcp.mrtr import ElicitationSchemaError, elicitation
+from tornado_mcp.server.input import ElicitationSchemaError, elicitation
 
 STEP = 10.0
 NAME_FORM = {"type": "object", "properties": {"name": {"type": "string"}},

@@ -22,7 +22,7 @@ import tornado.web
 from .auth.resource import OAuthResource
 from .dashboard import dashboard_routes
 from .options import OPTION_SPECS, OptionError, TransportOptions
-from .server import Server
+from .server.server import Server
 from .transport import Transport
 
 log = logging.getLogger("tornado_mcp.cli")
@@ -135,8 +135,8 @@ async def _serve(server: Server, options: TransportOptions, args: argparse.Names
     task_store = None
     event_store = None
     if args.redis_url:  # tasks too are kept where every process sees them
-        from .eventstore_redis import RedisEventStore
-        from .tasks.redis_store import RedisTaskStore
+        from .cluster.event_store import RedisEventStore
+        from .cluster.task_store import RedisTaskStore
         task_store = RedisTaskStore(args.redis_url)
         event_store = RedisEventStore(args.redis_url)  # resumable streams' events
     transport = Transport(server, options=options, task_store=task_store,

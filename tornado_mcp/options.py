@@ -25,8 +25,6 @@ log = logging.getLogger("tornado_mcp.options")
 KiB = 1024
 MiB = 1024 * 1024
 
-#: JSON nesting deeper than this is a parse error (-32700, HTTP 400), in both eras.
-MAX_JSON_NESTING = 64
 #: An ``initialize``'s params may hold at most this many JSON values (stateful mode).
 MAX_INITIALIZE_PARAMS_VALUES = 1024
 #: A listen stream may name at most this many distinct resource URIs, whatever the byte bound.

@@ -43,11 +43,6 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any, BinaryIO
 
-from . import jsonio
-from .context import Context
-from .errors import MCPError
-from .jsonrpc import Kind, classify, error_body, safe_id, valid_id
-from .outbound import client_result, request_message
 from .protocol import (
     ALL_VERSIONS,
     CANCELLED,
@@ -62,10 +57,15 @@ from .protocol import (
     RESOURCES_UPDATED,
     ROOTS_LIST_CHANGED,
     UNSUPPORTED_PROTOCOL_VERSION,
+    jsonio,
 )
-from .schemas import ENVELOPE, INITIALIZE_PARAMS, load
-from .server import Server
-from .session import Session
+from .protocol.errors import MCPError
+from .protocol.jsonrpc import Kind, classify, error_body, safe_id, valid_id
+from .protocol.shapes import ENVELOPE, INITIALIZE_PARAMS, load
+from .server.context import Context
+from .server.outbound import client_result, request_message
+from .server.server import Server
+from .server.session import Session
 
 log = logging.getLogger("tornado_mcp.stdio")
 

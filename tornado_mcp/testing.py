@@ -33,14 +33,14 @@ import tornado.web
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
 from .protocol import LEGACY_VERSIONS, MODERN_VERSIONS
-from .server import Server
+from .server.server import Server
 
 Era = Literal["modern", "legacy"]
 TIMEOUT = 10.0
 
 
 class RPCError(Exception):
-    """A JSON-RPC error answer: ``code`` (see :mod:`tornado_mcp.errors`), ``message``,
+    """A JSON-RPC error answer: ``code`` (see :mod:`tornado_mcp.protocol.errors`), ``message``,
     ``data``, and the HTTP ``status`` it came with."""
 
     def __init__(self, code: int, message: str, data: Any = None, status: int = 200) -> None:

@@ -15,9 +15,9 @@ from admin_support import TOKEN, initialize, running_admin
 from mcp_http import assert_refused, example_server, rpc, running
 
 from tornado_mcp import Transport
-from tornado_mcp.identity import Principal
-from tornado_mcp.middleware import RateLimit
+from tornado_mcp.engine.middleware import RateLimit
 from tornado_mcp.options import TransportOptions
+from tornado_mcp.protocol.identity import Principal
 from tornado_mcp.transport.handler import MCPHandler
 
 LIMIT = 3

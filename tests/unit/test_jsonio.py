@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tornado_mcp import jsonio
-from tornado_mcp.options import MAX_JSON_NESTING
+from tornado_mcp.protocol import jsonio
+from tornado_mcp.protocol.jsonio import MAX_JSON_NESTING
 
 
 def nested(depth: int) -> bytes:

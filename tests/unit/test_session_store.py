@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tornado_mcp.session import Session, SessionStore
+from tornado_mcp.server.session import Session, SessionStore
 
 
 class Store:

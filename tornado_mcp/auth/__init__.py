@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import AuthError, InvalidToken
+from ..protocol.auth_errors import AuthError, InvalidToken
+from ..server.scopes import ScopeRules
 from .resource import OAuthResource
-from .scopes import ScopeRules
 from .token_introspection import IntrospectionVerifier
 from .verifier import TokenVerifier
 

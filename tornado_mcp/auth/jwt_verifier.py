@@ -37,8 +37,8 @@ from typing import Any
 import jwt
 from tornado.httpclient import HTTPClientError, HTTPRequest
 
-from ..identity import Principal
-from .errors import InvalidToken
+from ..protocol.auth_errors import InvalidToken
+from ..protocol.identity import Principal
 from .http import fetch
 from .verifier import principal_of
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..protocol import WELL_KNOWN_PROTECTED_RESOURCE
-from .errors import AuthError
+from ..protocol.auth_errors import AuthError
 from .verifier import TokenVerifier
 
 

@@ -25,8 +25,8 @@ from urllib.parse import quote, urlencode
 
 from tornado.httpclient import HTTPClientError, HTTPRequest
 
-from ..identity import Principal
-from .errors import InvalidToken
+from ..protocol.auth_errors import InvalidToken
+from ..protocol.identity import Principal
 from .http import fetch
 from .verifier import audiences_of, principal_of
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from ..identity import Principal
+from ..protocol.identity import Principal
 
 #: How a bearer-authenticated principal says how it was authenticated.
 BEARER = "bearer"

@@ -27,9 +27,6 @@ import time
 from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .. import jsonio
-from ..context import Context
-from ..errors import MCPError
 from ..protocol import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -38,14 +35,17 @@ from ..protocol import (
     TASKS_STATUS,
     TOOLS_CALL,
     Refusal,
+    jsonio,
 )
+from ..protocol.errors import MCPError
+from ..server.context import Context
 from .record import Status, TaskRecord
 from .store import TaskStore
 from .support import RunAsTask, tool_result
 from .watch import Watchers
 
 if TYPE_CHECKING:
-    from ..session import Session
+    from ..server.session import Session
     from ..transport.core import Transport
 
 log = logging.getLogger("tornado_mcp.tasks")
@@ -65,7 +65,7 @@ class _Facts:
 
 
 class _TaskChannel:
-    """The :class:`~tornado_mcp.context.RequestChannel` of a task's context."""
+    """The :class:`~tornado_mcp.server.context.RequestChannel` of a task's context."""
 
     def __init__(self, server: Any) -> None:
         self.server = server

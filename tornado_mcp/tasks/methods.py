@@ -22,7 +22,6 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..errors import MCPError, MissingClientCapability, method_not_found
 from ..protocol import (
     INVALID_PARAMS,
     META_RELATED_TASK,
@@ -37,12 +36,13 @@ from ..protocol import (
     TASKS_UPDATE,
     TOOLS_CALL,
 )
+from ..protocol.errors import MCPError, MissingClientCapability, method_not_found
 from .record import POLL_INTERVAL_MS, Status, TaskRecord
 from .support import RunAsTask, declared, support_of, tool_result
 
 if TYPE_CHECKING:
-    from ..context import Context
-    from ..identity import Principal
+    from ..protocol.identity import Principal
+    from ..server.context import Context
     from .manager import TaskManager
 
 #: The only legacy version with (experimental) tasks.

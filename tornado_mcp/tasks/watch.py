@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import MCPError, MissingClientCapability
 from ..protocol import INVALID_PARAMS, META_SUBSCRIPTION_ID, TASKS_EXTENSION, TASKS_STATUS
-from ..sse import frame
+from ..protocol.errors import MCPError, MissingClientCapability
+from ..transport.sse import frame
 from .methods import MAX_TASK_ID_LENGTH
 
 if TYPE_CHECKING:
-    from ..hub import ListenStream
+    from ..transport.listen_index import ListenStream
     from .record import TaskRecord
 
 #: Task ids one listen stream may name.

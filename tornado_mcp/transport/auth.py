@@ -11,12 +11,11 @@ from typing import TYPE_CHECKING
 
 import tornado.web
 
-from .. import jsonio
-from ..auth.errors import AuthError
-from ..auth.gate import authenticate
 from ..auth.resource import OAuthResource
-from ..protocol import HEADER_WWW_AUTHENTICATE, INVALID_REQUEST
-from .jsonrpc import Reply
+from ..protocol import HEADER_WWW_AUTHENTICATE, INVALID_REQUEST, jsonio
+from ..protocol.auth_errors import AuthError
+from .gate import authenticate
+from .reply import Reply
 
 if TYPE_CHECKING:
     from .handler import MCPHandler

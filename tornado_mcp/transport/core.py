@@ -19,28 +19,27 @@ import tornado.web
 from tornado.ioloop import IOLoop, PeriodicCallback
 from tornado.iostream import IOStream
 
-from .. import jsonio
 from ..auth.resource import OAuthResource
-from ..errors import MCPError
-from ..eventstore import EventStore, MemoryEventStore
-from ..hub import LIST_CHANGED, LISTEN_METHODS, NotificationHub, change_key
-from ..identity import ANONYMOUS, Principal
+from ..engine.middleware import Chain, Middleware, RateLimit
 from ..introspection import ClusterSnapshot, ProcessInfo, Snapshot
-from ..middleware import Chain, Middleware, RateLimit
-from ..offloop import SyncRunner
 from ..options import TransportOptions
-from ..protocol import INTERNAL_ERROR, LEGACY_VERSIONS, MODERN_VERSIONS, Refusal
-from ..server import Server
-from ..session import Session, SessionStore
-from ..sse import SSEChannel, frame
+from ..protocol import INTERNAL_ERROR, LEGACY_VERSIONS, MODERN_VERSIONS, Refusal, jsonio
+from ..protocol.errors import MCPError
+from ..protocol.identity import ANONYMOUS, Principal
+from ..server.server import Server
+from ..server.session import Session, SessionStore
+from ..server.sync_handlers import SyncRunner
 from ..tasks.manager import TaskManager
 from ..tasks.store import TaskStore
 from .auth import ProtectedResourceMetadataHandler
+from .event_store import EventStore, MemoryEventStore
 from .handler import MCPHandler
 from .linger import linger_close
+from .listen_index import LIST_CHANGED, LISTEN_METHODS, NotificationHub, change_key
 from .resume import Resumption
 from .security import RebindingGuard
 from .snapshot import take_snapshot
+from .sse import SSEChannel, frame
 
 #: The host app's authentication hook (see :mod:`tornado_mcp.auth`).
 Authenticate = Callable[[tornado.web.RequestHandler],
@@ -74,8 +73,8 @@ class Transport:
 
     Keyword arguments are :class:`~tornado_mcp.options.TransportOptions` (or pass
     ``options=``); ``event_store`` keeps the events of resumable streams (a bounded
-    :class:`~tornado_mcp.eventstore.MemoryEventStore` unless given); ``middleware`` runs
-    around every request (:mod:`tornado_mcp.middleware`); ``task_store`` is where tasks
+    :class:`~tornado_mcp.transport.event_store.MemoryEventStore` unless given); ``middleware`` runs
+    around every request (:mod:`tornado_mcp.engine.middleware`); ``task_store`` is where tasks
     are kept (in-process by default, see :mod:`tornado_mcp.tasks`).  Mount it with
     :meth:`routes` or :meth:`mount`, stop it with :meth:`close`, and read what it holds
     with :meth:`snapshot`.  Everything runs on the application's IOLoop; the notify

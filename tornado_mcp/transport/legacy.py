@@ -11,10 +11,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .. import jsonio
-from ..auth.errors import AuthError
-from ..auth.gate import same_caller
-from ..errors import MCPError
 from ..options import MAX_INITIALIZE_PARAMS_VALUES
 from ..protocol import (
     BATCHING_VERSION,
@@ -33,14 +29,18 @@ from ..protocol import (
     ROOTS_LIST_CHANGED,
     SERVER_DISCOVER,
     Refusal,
+    jsonio,
 )
-from ..schemas import INITIALIZE_PARAMS, load
-from ..server import without_change_flags
-from ..session import Session
+from ..protocol.auth_errors import AuthError
+from ..protocol.errors import MCPError
+from ..protocol.shapes import INITIALIZE_PARAMS, load
+from ..server.server import without_change_flags
+from ..server.session import Session
 from ..tasks import methods as tasks
 from . import headers
 from .forward import forward
-from .jsonrpc import Kind, Reply, classify, error_body, safe_id, valid_id
+from .gate import same_caller
+from .reply import Kind, Reply, classify, error_body, safe_id, valid_id
 from .request import around_initialize, dispatch, run_request
 from .resume import resume
 

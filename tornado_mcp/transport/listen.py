@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import MCPError
-from ..hub import ListenStream
 from ..options import MAX_RESOURCE_SUBSCRIPTION_URIS
 from ..protocol import (
     INTERNAL_ERROR,
@@ -24,11 +22,13 @@ from ..protocol import (
     SUBSCRIPTIONS_ACKNOWLEDGED,
     Refusal,
 )
-from ..schemas import SUBSCRIPTION_FILTER, load
-from ..sse import frame
+from ..protocol.errors import MCPError
+from ..protocol.shapes import SUBSCRIPTION_FILTER, load
 from ..tasks.methods import principal_owner
 from ..tasks.watch import task_ids
-from .jsonrpc import Reply, valid_id
+from .listen_index import ListenStream
+from .reply import Reply, valid_id
+from .sse import frame
 
 if TYPE_CHECKING:
     from .handler import MCPHandler

@@ -4,7 +4,7 @@
 :func:`run_request` dispatches a request to the :class:`~tornado_mcp.Server` and writes
 its response: as JSON, as a one-event SSE response, or as the last event of the SSE stream
 the handler opened once it emitted progress or log notifications.  :class:`RequestStream`
-is the :class:`~tornado_mcp.context.RequestChannel` behind each ``Context``.
+is the :class:`~tornado_mcp.server.context.RequestChannel` behind each ``Context``.
 """
 
 from __future__ import annotations
@@ -16,24 +16,19 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..context import Context
-from ..errors import MCPError
-from ..middleware import Refused
-from ..offloop import CURRENT as CURRENT_RUNNER
-from ..offloop import call_on_loop, worker_loop
+from ..engine.middleware import Refused
 from ..options import MAX_REQUEST_NOTIFICATIONS
-from ..outbound import client_result, request_message
-from ..protocol import (
-    INTERNAL_ERROR,
-    INVALID_REQUEST,
-    RESOURCES_UPDATED,
-    TOOLS_CALL,
-)
-from ..session import Session
-from ..sse import frame
+from ..protocol import INTERNAL_ERROR, INVALID_REQUEST, RESOURCES_UPDATED, TOOLS_CALL
+from ..protocol.errors import MCPError
+from ..server.context import Context
+from ..server.outbound import client_result, request_message
+from ..server.session import Session
+from ..server.sync_handlers import CURRENT as CURRENT_RUNNER
+from ..server.sync_handlers import call_on_loop, worker_loop
 from ..tasks import methods as tasks
-from .jsonrpc import error_body, safe_id, valid_id
+from .reply import error_body, safe_id, valid_id
 from .resume import ResumableStream, retry_ms
+from .sse import frame
 
 if TYPE_CHECKING:
     from .core import Transport

@@ -9,7 +9,7 @@ this module fails closed:
   *dangling* reference).  Remote references are never fetched: only the schema itself and
   the official metaschemas can be referred to.
 * :func:`compile_schema` returns ``check(instance) -> message | None``, built once per
-  schema.  Schemas written only in the keywords :mod:`tornado_mcp.fastschema` implements
+  schema.  Schemas written only in the keywords :mod:`tornado_mcp.schema.fastpath` implements
   are first checked by its compiled predicate; when that predicate says "valid" the answer
   is final (it is tested to agree with the library on the whole official test suite), and
   anything else goes to the library, which also writes the message.
@@ -40,7 +40,7 @@ from jsonschema import validators as js_validators
 from jsonschema.protocols import Validator as LibraryValidator
 from jsonschema_specifications import REGISTRY as METASCHEMAS
 
-from .fastschema import compile_fast
+from .fastpath import compile_fast
 
 #: Longest message :func:`compile_schema`'s checks return.
 MAX_ERROR_CHARS = 300

@@ -2,7 +2,7 @@
 
 Each schema validates shape only and keeps unknown members (``INCLUDE``), so that a newer
 client's additions pass through.  :func:`load` turns a validation failure into a -32602
-:class:`~tornado_mcp.errors.MCPError` whose message names the first offending field.
+:class:`~tornado_mcp.protocol.errors.MCPError` whose message names the first offending field.
 """
 
 from __future__ import annotations
@@ -12,14 +12,8 @@ from typing import Any
 
 from marshmallow import INCLUDE, Schema, ValidationError, fields, validate
 
+from . import INVALID_PARAMS, META_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_VERSION
 from .errors import MCPError
-from .protocol import (
-    INVALID_PARAMS,
-    META_CAPABILITIES,
-    META_CLIENT_INFO,
-    META_LOG_LEVEL,
-    META_VERSION,
-)
 
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..identity import Principal
 from ..protocol import (
     COMPLETION_COMPLETE,
     PROMPTS_GET,
@@ -29,8 +28,9 @@ from ..protocol import (
     RESOURCES_SUBSCRIBE,
     TOOLS_CALL,
 )
-from ..uritemplate import UriTemplate
-from .errors import AuthError, insufficient, missing
+from ..protocol.auth_errors import AuthError, insufficient, missing
+from ..protocol.identity import Principal
+from ..protocol.uritemplate import UriTemplate
 
 #: list method -> (result key, the item field naming it, the call method it lists for)
 LISTS = {

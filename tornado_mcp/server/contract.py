@@ -3,7 +3,7 @@ receives, and the schema its structured result must meet before it leaves the se
 
 Built once when the tool is declared (an invalid schema, or a parameter type with no
 faithful JSON Schema, is refused then, with :class:`TypeError` or
-:class:`~tornado_mcp.jsonschema.InvalidSchema`), and used on every ``tools/call``:
+:class:`~tornado_mcp.schema.validate.InvalidSchema`), and used on every ``tools/call``:
 
 1. :meth:`ToolContract.bind` validates the arguments, refuses an argument the function
    does not take (unless it has ``**kwargs``), bounds nesting, and converts each argument
@@ -21,12 +21,10 @@ import inspect
 import typing
 from typing import TYPE_CHECKING, Any
 
-from . import jsonio
-from .convert import ConversionError, Converter, converter_for, to_json
-from .docstrings import param_docs
-from .jsonschema import MAX_ERROR_CHARS, SchemaCheck, compile_schema, where
-from .mrtr import InputRequired
-from .typeschema import (
+from ..protocol import jsonio
+from ..schema.convert import ConversionError, Converter, converter_for, to_json
+from ..schema.docstrings import param_docs
+from ..schema.from_types import (
     SchemaBuilder,
     add_default,
     is_marshmallow_schema,
@@ -34,6 +32,8 @@ from .typeschema import (
     strip_annotated,
     union_arms,
 )
+from ..schema.validate import MAX_ERROR_CHARS, SchemaCheck, compile_schema, where
+from .input import InputRequired
 
 if TYPE_CHECKING:
     from .primitives import HandlerSpec

@@ -4,7 +4,7 @@ Matching costs the same however many URIs a stream named: list-changed kinds and
 URIs are both indexed (kind -> streams, URI -> streams), so a ``resources/updated`` looks
 up one set.  Each stream's frame is the shared notification bytes with that stream's
 subscription id spliced in, so a fan-out encodes the JSON once.  Delivery only queues on
-each stream's bounded :class:`~tornado_mcp.sse.SSEChannel`; nothing here waits on a peer.
+each stream's bounded :class:`~tornado_mcp.transport.sse.SSEChannel`; nothing here waits on a peer.
 
 A stream enters the hub only after its acknowledgement is queued, so no notification can
 ever precede the acknowledgement.
@@ -17,15 +17,15 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from . import jsonio
-from .identity import ANONYMOUS, Principal
-from .protocol import (
+from ..protocol import (
     META_SUBSCRIPTION_ID,
     PROMPTS_LIST_CHANGED,
     RESOURCES_LIST_CHANGED,
     RESOURCES_UPDATED,
     TOOLS_LIST_CHANGED,
+    jsonio,
 )
+from ..protocol.identity import ANONYMOUS, Principal
 from .sse import SSEChannel
 
 #: The list-changed notifications, each with the listen filter flag that asks for it.

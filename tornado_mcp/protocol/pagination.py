@@ -11,8 +11,8 @@ import binascii
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
+from . import INVALID_PARAMS
 from .errors import MCPError
-from .protocol import INVALID_PARAMS
 
 T = TypeVar("T")
 _PREFIX = b"tmcp:"

@@ -21,7 +21,7 @@ from collections import abc
 from collections.abc import Callable
 from typing import Any
 
-from .typeschema import (
+from .from_types import (
     SchemaBuilder,
     is_enum,
     is_marshmallow_schema,
@@ -105,7 +105,7 @@ def _parsing(parse: Converter) -> Converter:
 
 
 def _union(arms: tuple[Any, ...]) -> Converter | None:
-    from .jsonschema import compile_schema
+    from .validate import compile_schema
     real = [a for a in arms if a is not type(None) and a is not None]
     converters = [converter_for(a) for a in real]
     if all(c is None for c in converters):
@@ -208,7 +208,7 @@ def _pydantic(cls: Any) -> Converter:
 def _marshmallow(t: Any) -> Converter:
     import marshmallow
 
-    from .marshmallow_schema import schema_instance
+    from .from_marshmallow import schema_instance
     ms = schema_instance(t)
 
     def convert(value: Any) -> Any:

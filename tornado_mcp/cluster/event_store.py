@@ -13,7 +13,7 @@ What lives where:
   (``<prefix>:<session id>:<stream key>``, field = sequence number), so a process holding
   many long streams does not hold their events in its memory;
 * the *bookkeeping of the bounds* (which events are kept, their sizes and ages) is the
-  :class:`~tornado_mcp.eventstore.LedgerStore` of this process: a session lives in one
+  :class:`~tornado_mcp.transport.event_store.LedgerStore` of this process: a session lives in one
   process (in a cluster a resuming ``GET`` is forwarded to its owner), so that process
   alone decides what its sessions keep, and enforces ``event_store_max_bytes`` and
   ``event_store_max_age`` exactly as the memory store does (an event dropped by either
@@ -40,9 +40,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .eventstore import LedgerStore
+from ..transport.event_store import LedgerStore
 
-log = logging.getLogger("tornado_mcp.eventstore")
+log = logging.getLogger("tornado_mcp.transport.event_store")
 
 DEFAULT_PREFIX = "tornado-mcp:events"
 
@@ -52,7 +52,7 @@ _Op = tuple[Any, ...]
 
 
 class RedisEventStore(LedgerStore):
-    """An :class:`~tornado_mcp.eventstore.EventStore` whose frames live in Redis; see the
+    """An :class:`~tornado_mcp.transport.event_store.EventStore` whose frames live in Redis; see the
     module docstring.  ``clock`` is where event ages are read from (monotonic seconds)."""
 
     def __init__(self, url: str = "redis://127.0.0.1:6379/0", prefix: str = DEFAULT_PREFIX,

@@ -2,7 +2,7 @@
 
 ::
 
-    from tornado_mcp.otel import OpenTelemetry
+    from tornado_mcp.engine.otel import OpenTelemetry
     transport = Transport(server, middleware=[OpenTelemetry()])
 
 Each request the transport dispatches becomes a ``SERVER`` span named after the method and
@@ -26,8 +26,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import trace
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from .errors import MCPError
-from .protocol import (
+from ..protocol import (
     NAME_BEARING,
     PROMPTS_GET,
     RESOURCES_READ,
@@ -35,9 +34,10 @@ from .protocol import (
     TRACEPARENT,
     TRACESTATE,
 )
+from ..protocol.errors import MCPError
 
 if TYPE_CHECKING:
-    from .context import Context
+    from ..server.context import Context
     from .middleware import CallNext
 
 #: Trace-context values longer than this are ignored (a valid traceparent is 55 chars).

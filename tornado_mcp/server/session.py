@@ -16,12 +16,12 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from . import jsonio
-from .identity import ANONYMOUS, Principal
+from ..protocol import jsonio
+from ..protocol.identity import ANONYMOUS, Principal
 
 if TYPE_CHECKING:
+    from ..transport.sse import SSEChannel
     from .context import Context
-    from .sse import SSEChannel
 
 
 class Session:

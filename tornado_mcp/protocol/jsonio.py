@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .options import MAX_JSON_NESTING
+#: JSON nesting deeper than this is a parse error (-32700, HTTP 400), in both eras.
+MAX_JSON_NESTING = 64
+
 
 _orjson: Any
 try:  # pragma: no cover - exercised through whichever is installed

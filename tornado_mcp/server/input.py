@@ -43,9 +43,8 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from . import jsonio
-from .errors import MCPError
-from .protocol import INVALID_PARAMS
+from ..protocol import INVALID_PARAMS, jsonio
+from ..protocol.errors import MCPError
 
 #: The client capability each kind of input request needs.
 INPUT_KIND_CAPABILITY = {

@@ -18,8 +18,8 @@ from __future__ import annotations
 import base64
 from typing import TYPE_CHECKING, Any
 
-from . import jsonio
-from .convert import to_json
+from ..protocol import jsonio
+from ..schema.convert import to_json
 
 if TYPE_CHECKING:
     from .contract import ToolContract

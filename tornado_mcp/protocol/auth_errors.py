@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..protocol import Refusal
+from . import Refusal
 
 
 class InvalidToken(Exception):

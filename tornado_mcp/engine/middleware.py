@@ -13,7 +13,7 @@ It sees the method (``ctx.method``), the params (``ctx.params``), the caller
 (``ctx.principal``), the HTTP headers and address; it may return its own result instead
 of calling ``call_next``, change what ``call_next`` returned, or refuse the request by
 raising :class:`Refused` (a JSON-RPC error, with an HTTP status where the era allows one)
-or any :class:`~tornado_mcp.errors.MCPError`.  :func:`tool_middleware` makes one that runs
+or any :class:`~tornado_mcp.protocol.errors.MCPError`.  :func:`tool_middleware` makes one that runs
 around ``tools/call`` only and is handed the tool's name and arguments::
 
     @tool_middleware
@@ -29,7 +29,7 @@ limit the transport calls the server directly, at no cost.
 
 Two ship with the library: :class:`RateLimit`, the per-principal rate limit behind the
 ``rate_limit_per_principal`` option (installed by every transport, idle until that option
-is set), and :class:`tornado_mcp.otel.OpenTelemetry`, a span per request.
+is set), and :class:`tornado_mcp.engine.otel.OpenTelemetry`, a span per request.
 """
 
 from __future__ import annotations
@@ -41,12 +41,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .errors import MCPError
-from .protocol import HEADER_RETRY_AFTER, RATE_LIMITED, REQUEST_REFUSED, TOOLS_CALL, Refusal
+from ..protocol import HEADER_RETRY_AFTER, RATE_LIMITED, REQUEST_REFUSED, TOOLS_CALL, Refusal
+from ..protocol.errors import MCPError
 
 if TYPE_CHECKING:
-    from .context import Context
-    from .options import TransportOptions
+    from ..options import TransportOptions
+    from ..server.context import Context
 
 #: The rest of the chain: call it (once) to go on with the request.
 CallNext = Callable[[], Awaitable[dict[str, Any]]]

@@ -23,9 +23,9 @@ import logging
 import time
 from typing import Any
 
-from .. import jsonio
-from .record import TaskRecord
-from .store import TaskStore
+from ..protocol import jsonio
+from ..tasks.record import TaskRecord
+from ..tasks.store import TaskStore
 
 log = logging.getLogger("tornado_mcp.tasks")
 

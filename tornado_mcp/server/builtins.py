@@ -1,7 +1,7 @@
 """The built-in MCP methods, one function each: ``fn(server, params, ctx) -> result``.
 
 :data:`BUILTIN` maps each method name to its function; :meth:`Server.handle
-<tornado_mcp.server.Server.handle>` checks the method against the era and the server's
+<tornado_mcp.server.server.Server.handle>` checks the method against the era and the server's
 capabilities, then calls it.  Handlers are run through :func:`run_with_input`, so one
 handler serves both eras' ways of asking the client for input.
 """
@@ -13,15 +13,10 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from .context import Context
-from .contract import ArgumentError
-from .errors import MCPError, MissingClientCapability, ResourceNotFound, ToolError
-from .mrtr import INPUT_KIND_CAPABILITY, InputRequired
-from .pagination import paginate
-from .primitives import HandlerSpec
-from .protocol import INTERNAL_ERROR, INVALID_PARAMS, META_SERVER_INFO, MODERN_VERSIONS
-from .results import OutputError, contents_result, prompt_result, text, tool_result
-from .schemas import (
+from ..protocol import INTERNAL_ERROR, INVALID_PARAMS, META_SERVER_INFO, MODERN_VERSIONS
+from ..protocol.errors import MCPError, MissingClientCapability, ResourceNotFound, ToolError
+from ..protocol.pagination import paginate
+from ..protocol.shapes import (
     COMPLETE_PARAMS,
     CURSOR_PARAMS,
     PROMPT_GET_PARAMS,
@@ -30,6 +25,11 @@ from .schemas import (
     URI_PARAMS,
     load,
 )
+from .context import Context
+from .contract import ArgumentError
+from .input import INPUT_KIND_CAPABILITY, InputRequired
+from .primitives import HandlerSpec
+from .results import OutputError, contents_result, prompt_result, text, tool_result
 
 if TYPE_CHECKING:
     from .server import Server

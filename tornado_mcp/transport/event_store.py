@@ -20,7 +20,7 @@ and what a session keeps is counted in its ``retained_bytes`` in the snapshot.
 :class:`MemoryEventStore` is the default: a stream's events live in the memory of the
 process that owns its session (in a cluster, a resuming ``GET`` is forwarded there), and
 are lost if that process restarts.
-:class:`~tornado_mcp.eventstore_redis.RedisEventStore` keeps the frames in Redis instead
+:class:`~tornado_mcp.cluster.event_store.RedisEventStore` keeps the frames in Redis instead
 (the bookkeeping of the bounds stays with the owning process, in :class:`LedgerStore`).
 Another store implements :class:`EventStore`, or extends :class:`LedgerStore`.
 """
@@ -32,7 +32,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from .protocol import Refusal
+from ..protocol import Refusal
 
 #: Bounds as the store reads them, each time: the transport's live options.
 BytesBound = Callable[[], int]

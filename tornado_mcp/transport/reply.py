@@ -1,15 +1,14 @@
 """JSON-RPC as the HTTP transport answers it: :class:`Reply`, the exception that ends a
 request with an HTTP status and an error.  Message kinds, ids and error bodies are
-:mod:`tornado_mcp.jsonrpc`'s, re-exported here for the transport's modules.
+:mod:`tornado_mcp.protocol.jsonrpc`'s, re-exported here for the transport's modules.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .. import jsonio
-from ..jsonrpc import Kind, classify, error_body, safe_id, valid_id
-from ..protocol import Refusal
+from ..protocol import Refusal, jsonio
+from ..protocol.jsonrpc import Kind, classify, error_body, safe_id, valid_id
 
 __all__ = ["Kind", "Reply", "classify", "error_body", "safe_id", "valid_id"]
 

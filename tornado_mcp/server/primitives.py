@@ -14,11 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..protocol.uritemplate import UriTemplate
 from .context import Context
 from .contract import ToolContract, input_schema_for
-from .offloop import call_handler
 from .results import audio, embedded_resource, image, resource_link, text
-from .uritemplate import UriTemplate
+from .sync_handlers import call_handler
 
 Handler = Callable[..., Any]
 

@@ -11,8 +11,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from .errors import MCPError
-from .protocol import CANCELLED, INTERNAL_ERROR, REQUEST_TIMEOUT
+from ..protocol import CANCELLED, INTERNAL_ERROR, REQUEST_TIMEOUT
+from ..protocol.errors import MCPError
 
 
 def request_message(request_id: str, method: str, params: dict[str, Any] | None

@@ -157,7 +157,7 @@ class SchemaBuilder:
         if is_pydantic_model(ann):
             return self._pydantic(ann)
         if is_marshmallow_schema(ann):
-            from .marshmallow_schema import marshmallow_schema
+            from .from_marshmallow import marshmallow_schema
             return marshmallow_schema(ann)
         if isinstance(ann, str):
             raise TypeError(f"cannot resolve the annotation {ann!r} (a class defined inside "

@@ -12,9 +12,9 @@ through :meth:`Server.handle`; transports feed it requests and carry its notific
         return f"Sunny in {city} for {days} days"
 
 Registration works as a decorator or a plain call (``server.add_tool(fn, ...)``); it lives
-in :mod:`tornado_mcp.registry`, the built-in methods in :mod:`tornado_mcp.methods`, result
-shaping in :mod:`tornado_mcp.results` and a tool's typed contract in
-:mod:`tornado_mcp.contract`.
+in :mod:`tornado_mcp.server.registry`, the built-in methods in
+:mod:`tornado_mcp.server.builtins`, result shaping in :mod:`tornado_mcp.server.results`
+and a tool's typed contract in :mod:`tornado_mcp.server.contract`.
 """
 
 from __future__ import annotations
@@ -24,11 +24,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-from .context import Context
-from .errors import MCPError, method_not_found
-from .methods import BUILTIN, LEGACY_INPUT_ROUNDS, MAX_COMPLETION_VALUES, input_required
-from .mrtr import NeedsInput, RequestStateCodec
-from .protocol import (
+from ..protocol import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     LEGACY_VERSIONS,
@@ -36,6 +32,10 @@ from .protocol import (
     METHOD_NOT_FOUND,
     MODERN_VERSIONS,
 )
+from ..protocol.errors import MCPError, method_not_found
+from .builtins import BUILTIN, LEGACY_INPUT_ROUNDS, MAX_COMPLETION_VALUES, input_required
+from .context import Context
+from .input import NeedsInput, RequestStateCodec
 from .registry import Registry
 
 log = logging.getLogger("tornado_mcp.server")

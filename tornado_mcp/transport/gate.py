@@ -18,12 +18,12 @@ import logging
 import re
 from typing import TYPE_CHECKING
 
-from ..identity import ANONYMOUS, Principal
 from ..protocol import HEADER_AUTHORIZATION, Refusal
-from .errors import AuthError, InvalidToken, insufficient, invalid, missing
+from ..protocol.auth_errors import AuthError, InvalidToken, insufficient, invalid, missing
+from ..protocol.identity import ANONYMOUS, Principal
 
 if TYPE_CHECKING:
-    from ..transport.handler import MCPHandler
+    from .handler import MCPHandler
 
 log = logging.getLogger("tornado_mcp.auth")
 

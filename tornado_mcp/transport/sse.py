@@ -35,8 +35,7 @@ from typing import Any
 from tornado.ioloop import IOLoop
 from tornado.iostream import StreamClosedError
 
-from . import jsonio
-from .protocol import Refusal
+from ..protocol import Refusal, jsonio
 
 if sys.platform.startswith("linux"):
     import fcntl

@@ -9,11 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .protocol import (
-    METHOD_NOT_FOUND,
-    MISSING_CLIENT_CAPABILITY,
-    RESOURCE_NOT_FOUND_LEGACY,
-)
+from . import METHOD_NOT_FOUND, MISSING_CLIENT_CAPABILITY, RESOURCE_NOT_FOUND_LEGACY
 
 
 class MCPError(Exception):

@@ -20,8 +20,8 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .auth.scopes import ScopeRules
-from .methods import BUILTIN
+from ..protocol import PROMPTS_GET, RESOURCES_READ, TOOLS_CALL
+from .builtins import BUILTIN
 from .primitives import (
     Handler,
     HandlerSpec,
@@ -31,7 +31,7 @@ from .primitives import (
     ResourceTemplate,
     Tool,
 )
-from .protocol import PROMPTS_GET, RESOURCES_READ, TOOLS_CALL
+from .scopes import ScopeRules
 
 F = TypeVar("F", bound=Callable[..., Any])
 #: Hooks running in the background, held until they finish.
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 
 class Registry:
-    """What a server offers; :class:`~tornado_mcp.server.Server` adds identity, dispatch
+    """What a server offers; :class:`~tornado_mcp.server.server.Server` adds identity, dispatch
     and notifications."""
 
     def __init__(self) -> None:
@@ -68,7 +68,7 @@ class Registry:
              structured_output: bool | None = None,
              scopes: Iterable[str] | None = None) -> Callable[[F], F]:
         """Register a tool; see :meth:`add_tool`.  ``scopes``: what a caller needs to call
-        it (see :mod:`tornado_mcp.auth.scopes`)."""
+        it (see :mod:`tornado_mcp.server.scopes`)."""
         def register(fn: F) -> F:
             self.add_tool(fn, name, title=title, description=description,
                           input_schema=input_schema, output_schema=output_schema,
@@ -89,10 +89,10 @@ class Registry:
         """Register ``fn`` as a tool.
 
         Without ``input_schema``, the parameters' annotations become the schema (see
-        :mod:`tornado_mcp.typeschema`) and arguments arrive as those types.  Without
+        :mod:`tornado_mcp.schema.from_types`) and arguments arrive as those types.  Without
         ``output_schema``, a typed return annotation becomes one (``structured_output``
         forces or prevents that).  Either schema is checked here: an invalid or dangling
-        one raises :class:`~tornado_mcp.jsonschema.InvalidSchema`, an annotation with no
+        one raises :class:`~tornado_mcp.schema.validate.InvalidSchema`, an annotation with no
         JSON Schema :class:`TypeError`.
         """
         tool = Tool(name=name or fn.__name__, handler=HandlerSpec.of(fn),

@@ -23,9 +23,11 @@ import types
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .errors import MCPError, MissingClientCapability
-from .identity import ANONYMOUS, Principal
-from .mrtr import (
+from ..protocol import ELICITATION_COMPLETE, INTERNAL_ERROR
+from ..protocol.errors import MCPError, MissingClientCapability
+from ..protocol.identity import ANONYMOUS, Principal
+from ..protocol.shapes import LOG_LEVELS
+from .input import (
     INPUT_METHODS,
     MAX_INPUT_ROUNDS,
     STATE_INPUTS_KEY,
@@ -33,8 +35,6 @@ from .mrtr import (
     NeedsInput,
     check_elicitation_schema,
 )
-from .protocol import ELICITATION_COMPLETE, INTERNAL_ERROR
-from .schemas import LOG_LEVELS
 
 if TYPE_CHECKING:
     from .server import Server
@@ -167,7 +167,7 @@ class Context(_Logging):
         self.listen_served = listen_served
         #: The protocol versions the transport serves (``server/discover`` lists these).
         self.served_versions = served_versions
-        #: Who is calling (:data:`~tornado_mcp.identity.ANONYMOUS` without authentication).
+        #: Who is calling (:data:`~tornado_mcp.protocol.identity.ANONYMOUS` without authentication).
         self.principal = principal
         self._http = http
         self._channel = channel
@@ -351,7 +351,7 @@ class Context(_Logging):
                      timeout: float | None = None) -> dict[str, Any]:
         """``elicitation/create`` in form mode (both eras, like :meth:`sample`); needs the
         client's ``elicitation`` capability.  ``requested_schema`` must be a flat object of
-        primitive properties (:class:`~tornado_mcp.mrtr.ElicitationSchemaError` otherwise)."""
+        primitive properties (:class:`~tornado_mcp.ElicitationSchemaError` otherwise)."""
         check_elicitation_schema(requested_schema)
         return await self._ask(
             "elicitation", "elicitation/create",
