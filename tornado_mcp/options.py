@@ -179,6 +179,9 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
                "Seconds between keepalive comments on listen streams."),
     OptionSpec("sse_keepalive_interval", "seconds", 15.0, True, True,
                "Seconds between keepalive comments on idle legacy SSE streams."),
+    OptionSpec("shutdown_grace", "seconds", 30.0, True, True,
+               "Seconds requests and task runs in flight may take to finish at shutdown "
+               "before they are cancelled."),
     OptionSpec("server_to_client_request_timeout", "seconds", 600.0, False, True,
                "Default wait for sampling, elicitation, roots and ping answers."),
     OptionSpec("max_stream_queue", "int", 1000, False, True,
@@ -265,6 +268,7 @@ class TransportOptions:
     max_resource_subscription_bytes: int | None
     listen_keepalive_interval: float | None
     sse_keepalive_interval: float | None
+    shutdown_grace: float | None
     server_to_client_request_timeout: float
     max_stream_queue: int
     stream_stall_timeout: float | None

@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
-from tornado_mcp.protocol import META_SUBSCRIPTION_ID
-from tornado_mcp.protocol import RESOURCES_UPDATED as RESOURCE_UPDATED
-from tornado_mcp.transport.listen_index import (
+from tornado_mcp.engine.listen_index import (
     LIST_CHANGED,
     LISTEN_METHODS,
     ListenStream,
     NotificationHub,
     change_key,
 )
+from tornado_mcp.protocol import META_SUBSCRIPTION_ID
+from tornado_mcp.protocol import RESOURCES_UPDATED as RESOURCE_UPDATED
 
 
 class Channel:

@@ -43,15 +43,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..protocol import HEADER_RETRY_AFTER, RATE_LIMITED, REQUEST_REFUSED, TOOLS_CALL, Refusal
 from ..protocol.errors import MCPError
+from ..server.server import CallNext as CallNext
+from ..server.server import Middleware as Middleware
 
 if TYPE_CHECKING:
     from ..options import TransportOptions
     from ..server.context import Context
 
-#: The rest of the chain: call it (once) to go on with the request.
-CallNext = Callable[[], Awaitable[dict[str, Any]]]
-#: ``async def mw(ctx, call_next) -> result``.
-Middleware = Callable[["Context", CallNext], Awaitable[dict[str, Any]]]
 #: What the chain ends in: the server's ``handle(method, params, ctx)``.
 Endpoint = Callable[[str, dict[str, Any], "Context"], Awaitable[dict[str, Any]]]
 
@@ -107,21 +105,26 @@ def tool_middleware(fn: ToolMiddleware) -> Middleware:
 
 
 class Chain:
-    """The transport's middleware, run in order around the server's ``handle``."""
+    """The middleware run in order around the server's ``handle``: the rate limit, then
+    the server's own (``server.use``, every transport), then the transport's."""
 
-    __slots__ = ("rate_limit", "user")
+    __slots__ = ("rate_limit", "shared", "user")
 
-    def __init__(self, rate_limit: RateLimit, middleware: Sequence[Middleware] = ()) -> None:
+    def __init__(self, rate_limit: RateLimit, middleware: Sequence[Middleware] = (),
+                 shared: Sequence[Middleware] = ()) -> None:
         self.rate_limit = rate_limit
-        #: The middleware the application added, in order.
+        #: The middleware the transport was given, in order.
         self.user: list[Middleware] = list(middleware)
+        #: The server's middleware (a live view: ``server.use`` after this is seen).
+        self.shared = shared
 
     def active(self, options: TransportOptions) -> bool:
         """Whether a request must go through the chain at all."""
-        return bool(self.user) or options.rate_limit_per_principal is not None
+        return bool(self.user) or bool(self.shared) \
+            or options.rate_limit_per_principal is not None
 
     async def run(self, ctx: Context, endpoint: Endpoint) -> dict[str, Any]:
-        links: list[Middleware] = [self.rate_limit, *self.user]
+        links: list[Middleware] = [self.rate_limit, *self.shared, *self.user]
 
         async def step(i: int) -> dict[str, Any]:
             if i == len(links):

@@ -49,6 +49,8 @@ WELL_KNOWN_PROTECTED_RESOURCE = "/.well-known/oauth-protected-resource"
 
 # -- methods ---------------------------------------------------------------------------------
 INITIALIZE = "initialize"
+PING = "ping"
+TOOLS_LIST = "tools/list"
 SERVER_DISCOVER = "server/discover"
 SUBSCRIPTIONS_LISTEN = "subscriptions/listen"
 TOOLS_CALL = "tools/call"

@@ -7,9 +7,12 @@ exception is logged on the server, never sent to the client.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from . import METHOD_NOT_FOUND, MISSING_CLIENT_CAPABILITY, RESOURCE_NOT_FOUND_LEGACY
+from . import INTERNAL_ERROR, METHOD_NOT_FOUND, MISSING_CLIENT_CAPABILITY, RESOURCE_NOT_FOUND_LEGACY
+
+log = logging.getLogger("tornado_mcp.server")
 
 
 class MCPError(Exception):
@@ -29,6 +32,16 @@ class MCPError(Exception):
         if self.data is not None:
             err["data"] = self.data
         return err
+
+
+def error_of(exc: Exception, what: str = "handler") -> dict[str, Any]:
+    """The JSON-RPC error object for what a handler, a middleware or a task raised: an
+    :class:`MCPError`'s own error, else a generic internal error, its traceback logged on
+    the server and never sent to the client.  The one exception map of every transport."""
+    if isinstance(exc, MCPError):
+        return exc.to_error()
+    log.error("%s raised", what, exc_info=exc)
+    return {"code": INTERNAL_ERROR, "message": "Internal error"}
 
 
 def method_not_found(method: str) -> MCPError:

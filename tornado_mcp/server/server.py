@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from ..protocol import (
@@ -69,15 +69,27 @@ class NotificationSink(Protocol):
     def publish(self, method: str, params: dict[str, Any] | None) -> None: ...
 
 
+#: The rest of a middleware chain: call it (once) to go on with the request.
+CallNext = Callable[[], Awaitable[dict[str, Any]]]
+#: A middleware, ``async def mw(ctx, call_next) -> result`` (see
+#: :mod:`tornado_mcp.engine.middleware`).
+Middleware = Callable[[Context, CallNext], Awaitable[dict[str, Any]]]
+
+
 class Server(Registry):
-    """An MCP server: identity, registered primitives, and method dispatch."""
+    """An MCP server: identity, registered primitives, and method dispatch.
+
+    ``middleware`` (or :meth:`use`) runs around every request on every transport that
+    serves this server: Streamable HTTP, stdio, and the runs of tasks' creating calls.
+    """
 
     def __init__(self, name: str, version: str = "0.1.0", *, title: str | None = None,
                  description: str | None = None, instructions: str | None = None,
                  icons: list[dict[str, Any]] | None = None, website_url: str | None = None,
                  capabilities: dict[str, Any] | None = None, page_size: int | None = 100,
                  ttl_ms: int = 0, cache_scope: str = "private",
-                 request_state_key: bytes | None = None) -> None:
+                 request_state_key: bytes | None = None,
+                 middleware: Sequence[Middleware] = ()) -> None:
         if cache_scope not in ("public", "private"):
             raise ValueError("cache_scope must be 'public' or 'private'")
         if page_size is not None and page_size <= 0:
@@ -98,6 +110,14 @@ class Server(Registry):
         self._sinks: list[NotificationSink] = []
         self._relays: list[NotificationSink] = []
         self._sinks_lock = threading.Lock()
+        #: Middleware run around every request on every transport, in order.
+        self.middleware: list[Middleware] = list(middleware)
+
+    def use(self, middleware: Middleware) -> Middleware:
+        """Add ``middleware`` at the end of the server's chain (nearest the handler), for
+        every transport; returns it, so it works as a decorator too."""
+        self.middleware.append(middleware)
+        return middleware
 
     # -- identity and capabilities ----------------------------------------------------------
     def server_info(self) -> dict[str, Any]:

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 import tornado.web
 from tornado.iostream import StreamClosedError
 
-from ..protocol import INTERNAL_ERROR, INVALID_REQUEST, Refusal, jsonio
+from ..engine.engine import RETRY_AFTER_SHUTDOWN_S, SHUTTING_DOWN
+from ..protocol import HEADER_RETRY_AFTER, INTERNAL_ERROR, INVALID_REQUEST, Refusal, jsonio
 from ..protocol.auth_errors import AuthError
 from ..protocol.identity import ANONYMOUS, Principal
 from . import cors, headers, legacy, router
@@ -221,7 +222,8 @@ class MCPHandler(tornado.web.RequestHandler):
             self.finish()
             return
         if self.transport.closing:
-            self.write_reply(Reply(503, INTERNAL_ERROR, "Service unavailable: shutting down"))
+            self.write_reply(Reply(503, INTERNAL_ERROR, SHUTTING_DOWN))
+            self.set_header(HEADER_RETRY_AFTER, str(RETRY_AFTER_SHUTDOWN_S))
             self.finish()
             return
         try:

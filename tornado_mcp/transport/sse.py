@@ -35,7 +35,10 @@ from typing import Any
 from tornado.ioloop import IOLoop
 from tornado.iostream import StreamClosedError
 
-from ..protocol import Refusal, jsonio
+from ..engine.listen_index import frame
+from ..protocol import Refusal
+
+__all__ = ["KEEPALIVE_FRAME", "SSE_HEADERS", "SSEChannel", "frame"]
 
 if sys.platform.startswith("linux"):
     import fcntl
@@ -64,10 +67,6 @@ SSE_HEADERS = (
 
 KEEPALIVE_FRAME = b": ping\n\n"
 
-
-def frame(message: Any) -> bytes:
-    """One SSE event carrying a JSON-RPC message."""
-    return b"event: message\ndata: " + jsonio.dumps(message) + b"\n\n"
 
 
 class SSEChannel:

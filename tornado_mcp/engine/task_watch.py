@@ -14,12 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..protocol import INVALID_PARAMS, META_SUBSCRIPTION_ID, TASKS_EXTENSION, TASKS_STATUS
 from ..protocol.errors import MCPError, MissingClientCapability
-from ..transport.sse import frame
-from .methods import MAX_TASK_ID_LENGTH
+from ..tasks.methods import MAX_TASK_ID_LENGTH
+from .listen_index import ListenStream, frame
 
 if TYPE_CHECKING:
-    from ..transport.listen_index import ListenStream
-    from .record import TaskRecord
+    from ..tasks.record import TaskRecord
 
 #: Task ids one listen stream may name.
 MAX_LISTEN_TASK_IDS = 100

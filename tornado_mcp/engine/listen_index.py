@@ -4,7 +4,9 @@ Matching costs the same however many URIs a stream named: list-changed kinds and
 URIs are both indexed (kind -> streams, URI -> streams), so a ``resources/updated`` looks
 up one set.  Each stream's frame is the shared notification bytes with that stream's
 subscription id spliced in, so a fan-out encodes the JSON once.  Delivery only queues on
-each stream's bounded :class:`~tornado_mcp.transport.sse.SSEChannel`; nothing here waits on a peer.
+each stream's bounded channel (an SSE response over HTTP, the pipe over stdio: a
+:class:`StreamChannel`); nothing here waits on a peer.  Frames are SSE events, the unit
+every channel takes (stdio writes each event's data as one line).
 
 A stream enters the hub only after its acknowledgement is queued, so no notification can
 ever precede the acknowledgement.
@@ -12,10 +14,11 @@ ever precede the acknowledgement.
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol
 
 from ..protocol import (
     META_SUBSCRIPTION_ID,
@@ -26,7 +29,6 @@ from ..protocol import (
     jsonio,
 )
 from ..protocol.identity import ANONYMOUS, Principal
-from .sse import SSEChannel
 
 #: The list-changed notifications, each with the listen filter flag that asks for it.
 LIST_CHANGED = {
@@ -35,6 +37,30 @@ LIST_CHANGED = {
     RESOURCES_LIST_CHANGED: "resourcesListChanged",
 }
 LISTEN_METHODS = frozenset((*LIST_CHANGED, RESOURCES_UPDATED))
+
+
+class StreamChannel(Protocol):
+    """A listen stream's way to its client: bounded, and never waiting on the peer."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    @property
+    def done(self) -> asyncio.Future[None]: ...
+
+    @property
+    def queue_depth(self) -> int: ...
+
+    def send(self, data: bytes, key: Any = None) -> bool: ...
+
+    def close(self, final: bytes | None = None) -> None: ...
+
+    def abort(self) -> None: ...
+
+
+def frame(message: Any) -> bytes:
+    """One SSE event carrying a JSON-RPC message."""
+    return b"event: message\ndata: " + jsonio.dumps(message) + b"\n\n"
 
 
 def change_key(method: str, params: dict[str, Any] | None) -> Any:
@@ -51,7 +77,7 @@ class ListenStream:
     __slots__ = ("_sid", "acknowledged", "channel", "flags", "id", "opened_at", "principal",
                  "subscription_id", "uri_bytes", "uris")
 
-    def __init__(self, subscription_id: Any, channel: SSEChannel, flags: frozenset[str],
+    def __init__(self, subscription_id: Any, channel: StreamChannel, flags: frozenset[str],
                  uris: frozenset[str], uri_bytes: int, principal: Principal = ANONYMOUS
                  ) -> None:
         self.id = secrets.token_hex(8)
