@@ -312,8 +312,8 @@ def check_host(handler: RequestHandler, admin: AdminState) -> None:
     """The MCP endpoint's DNS-rebinding rule on ``Host``, applied to the dashboard too: a
     page on a rebound domain must not reach it through the operator's browser.
 
-    ``Origin`` is left to the dashboard's own defences (XSRF tokens and a SameSite=Strict
-    cookie): its pages send no referrer, so browsers send ``Origin: null`` on its forms.
+    ``Origin`` is judged by the forgery check instead (:meth:`AdminHandler.check_forgery`),
+    on state-changing requests only.
     """
     transport = admin.transport
     if transport.options.dns_rebinding_protection:
