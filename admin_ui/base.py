@@ -140,6 +140,10 @@ class AdminHandler(RequestHandler):
         if self.admin.gatekeeper.token_matches(candidate):
             return True
         throttle.failed(self.request.remote_ip)
+        wait = throttle.retry_after(self.request.remote_ip)
+        if wait is not None:  # logged once: from now on its tokens are refused unread
+            log.warning("admin: too many wrong tokens (from %s, or overall): tokens are "
+                        "refused unread for %s s", self.request.remote_ip, retry_after(wait))
         return False
 
     def get_current_user(self) -> Identity | None:
@@ -232,6 +236,13 @@ class AdminHandler(RequestHandler):
         if self.request.method in ("GET", "HEAD"):
             login += "?" + urllib.parse.urlencode({"next": self.request.uri or ""})
         self.redirect(login)  # finished: Tornado skips the method after prepare()
+
+    def log_exception(self, typ: Any, value: BaseException | None, tb: Any) -> None:
+        """Tornado's logging, minus one warning per throttled request: an attacker's 429s
+        would flood the log (the moment an address is throttled is logged once instead)."""
+        if isinstance(value, ApiError) and value.status_code == 429:
+            return
+        super().log_exception(typ, value, tb)
 
     # -- answers ----------------------------------------------------------------------------
 
