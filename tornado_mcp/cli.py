@@ -48,6 +48,12 @@ def add_option_flags(parser: argparse.ArgumentParser) -> None:
                         help="dashboard token (never printed; a random one is generated "
                              "and printed when omitted)")
     parser.add_argument("--no-admin", action="store_true", help="do not mount the dashboard")
+    parser.add_argument("--xheaders", action="store_true",
+                        help="behind a reverse proxy you trust: take the client's address and "
+                             "scheme from X-Real-IP/X-Forwarded-For and X-Forwarded-Proto "
+                             "(Tornado's xheaders; the dashboard's cookie is then Secure "
+                             "behind a TLS proxy). Never without such a proxy: clients "
+                             "could name any address")
     parser.add_argument("--header-timeout", type=_seconds, default=HEADER_TIMEOUT,
                         metavar="SECONDS",
                         help="close a connection whose request headers take longer, or that "
@@ -155,7 +161,8 @@ async def _serve(server: Server, options: TransportOptions, args: argparse.Names
             admin_line = (f"dashboard: http://{_display(args.host)}:{{port}}/admin/"
                           f"  (token: {shown})")
     app = tornado.web.Application(routes)
-    http = app.listen(args.port, address=args.host, xheaders=False,
+    xheaders = bool(getattr(args, "xheaders", False))  # a trusted proxy's X-Forwarded-*
+    http = app.listen(args.port, address=args.host, xheaders=xheaders,
                       backlog=args.backlog, **http_server_bounds(args))
     port = args.port
     if port == 0:
