@@ -160,7 +160,11 @@ class Engine:
             return error_body(safe_id(request_id), INVALID_REQUEST, "Invalid Request")
         rules = self.server.scope_rules
         if rules.active:
-            rules.authorize(method, params, principal)
+            try:
+                rules.authorize(method, params, principal)
+            except AuthError as exc:
+                exc.request_id = request_id
+                raise
         opts = self.options
         ctx = Context(self.server, method, params or {}, request_id, channel, session=session,
                       envelope=envelope, listen_served=opts.serve_subscriptions_listen,
@@ -283,6 +287,8 @@ class Engine:
     # -- sessions -----------------------------------------------------------------------------
     def _session_removed(self, session: Session) -> None:
         session.notifier = None
+        if self.server.subscriptions is not None:
+            self.server.subscriptions.forget(session)
         if self._on_session_removed is not None:
             self._on_session_removed(session)
         for ctx in list(session.in_flight.values()):

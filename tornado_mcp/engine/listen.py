@@ -26,6 +26,7 @@ from ..protocol import (
     SUBSCRIPTIONS_ACKNOWLEDGED,
     Refusal,
 )
+from ..protocol.auth_errors import AuthError
 from ..protocol.errors import MCPError
 from ..protocol.identity import Principal
 from ..protocol.jsonrpc import Reply, valid_id
@@ -84,8 +85,12 @@ def admit(engine: Engine, message: dict[str, Any], params: dict[str, Any],
     uris = list(dict.fromkeys(filt.get("resourceSubscriptions") or ()))
     rules = engine.server.scope_rules
     if rules.active:  # watching a resource needs what reading it needs (AuthError)
-        for uri in uris[:MAX_RESOURCE_SUBSCRIPTION_URIS]:
-            rules.authorize_target(RESOURCES_READ, uri, principal)
+        try:
+            for uri in uris[:MAX_RESOURCE_SUBSCRIPTION_URIS]:
+                rules.authorize_target(RESOURCES_READ, uri, principal)
+        except AuthError as exc:
+            exc.request_id = listen_id
+            raise
     if len(uris) > MAX_RESOURCE_SUBSCRIPTION_URIS:
         raise Reply(400, INVALID_PARAMS, f"Invalid params: {URIS_FIELD} exceeds "
                                          f"{MAX_RESOURCE_SUBSCRIPTION_URIS} URIs", listen_id,

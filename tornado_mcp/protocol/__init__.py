@@ -114,6 +114,10 @@ UNSUPPORTED_PROTOCOL_VERSION = -32022
 REQUEST_REFUSED = -32030
 #: The caller exceeded its request rate (``data.retryAfter`` in seconds); HTTP 429.
 RATE_LIMITED = -32029
+#: The handler asked the client for input (sampling, elicitation, roots) where this request
+#: cannot carry a question: ``data.mode`` names why (``stateless``, ``json_response``,
+#: ``batch``, ``method``, ``task``); the client may retry where input can flow.
+INPUT_UNAVAILABLE = -32031
 
 #: Codes that the 2026-07-28 HTTP binding answers with 400 (and -32601 with 404).
 MODERN_BAD_REQUEST_CODES = frozenset(

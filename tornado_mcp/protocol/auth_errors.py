@@ -9,6 +9,7 @@ counted under.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from . import Refusal
 
@@ -31,6 +32,8 @@ class AuthError(Exception):
         self.description = description
         #: Scopes the request needs (sent as the challenge's ``scope``), sorted.
         self.scopes = tuple(sorted(scopes))
+        #: The id of the JSON-RPC request refused, once it was read (else ``None``).
+        self.request_id: Any = None
 
     @property
     def status(self) -> int:

@@ -13,7 +13,13 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from ..protocol import INTERNAL_ERROR, INVALID_PARAMS, META_SERVER_INFO, MODERN_VERSIONS
+from ..protocol import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    META_SERVER_INFO,
+    METHOD_NOT_FOUND,
+    MODERN_VERSIONS,
+)
 from ..protocol.errors import MCPError, MissingClientCapability, ResourceNotFound, ToolError
 from ..protocol.pagination import paginate
 from ..protocol.shapes import (
@@ -147,6 +153,7 @@ async def run_with_input(server: Server, handler: HandlerSpec, kwargs: dict[str,
         if rounds > LEGACY_INPUT_ROUNDS:
             raise MCPError(INTERNAL_ERROR, "Too many input rounds")
         responses: dict[str, Any] = {}
+        ctx.require_input()  # the mode named, before a capability the client did declare
         for key, req in result.input_requests.items():
             cap = INPUT_KIND_CAPABILITY.get(str(req.get("method")))
             if cap is not None:
@@ -225,11 +232,28 @@ async def subscribe_op(server: Server, params: dict[str, Any], ctx: Context,
 
 
 async def subscribe_m(server: Server, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    _refuse_without_session(ctx)
+    tracker = server.subscriptions
+    if tracker is not None and ctx.session is not None and isinstance(params.get("uri"), str):
+        tracker.subscribe(ctx.session, params["uri"])  # bounded: -32602 over it
     return await subscribe_op(server, params, ctx, server._subscribe)
 
 
 async def unsubscribe_m(server: Server, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    _refuse_without_session(ctx)
+    tracker = server.subscriptions
+    if tracker is not None and ctx.session is not None and isinstance(params.get("uri"), str):
+        tracker.unsubscribe(ctx.session, params["uri"])
     return await subscribe_op(server, params, ctx, server._unsubscribe)
+
+
+def _refuse_without_session(ctx: Context) -> None:
+    """A legacy subscription needs a session to send its updates to: stateless mode has
+    none (and does not advertise ``resources.subscribe``)."""
+    if ctx.session is None and not ctx.modern:
+        raise MCPError(METHOD_NOT_FOUND, f"Method not found: {ctx.method} (stateless mode has "
+                                         "no session to send updates to; use "
+                                         "subscriptions/listen at 2026-07-28)")
 
 
 async def get_prompt(server: Server, params: dict[str, Any], ctx: Context) -> dict[str, Any]:

@@ -23,7 +23,7 @@ import types
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..protocol import ELICITATION_COMPLETE, INTERNAL_ERROR
+from ..protocol import ELICITATION_COMPLETE, INPUT_UNAVAILABLE, INTERNAL_ERROR
 from ..protocol.errors import MCPError, MissingClientCapability
 from ..protocol.identity import ANONYMOUS, Principal
 from ..protocol.shapes import LOG_LEVELS
@@ -288,6 +288,13 @@ class Context(_Logging):
         input-required rounds at 2026-07-28."""
         return _input_unavailable(self, self._channel)
 
+    def require_input(self) -> None:
+        """Raise ``INPUT_UNAVAILABLE`` (-32031, ``data.mode`` naming why) unless this
+        request can ask its client for input."""
+        reason = self.input_unavailable()
+        if reason is not None:
+            raise MCPError(INPUT_UNAVAILABLE, reason, {"mode": _input_mode(self)})
+
     def client_supports(self, *path: str) -> bool:
         """True when the client declared the capability at ``path`` (e.g. "elicitation").
 
@@ -317,17 +324,14 @@ class Context(_Logging):
                            f"The server cannot send {method} to a 2026-07-28 client: that era "
                            "has no server-to-client requests (use ctx.sample, ctx.elicit or "
                            "ctx.list_roots, which become input-required results)")
-        reason = self.input_unavailable()
-        if reason is not None or self._channel is None:
-            raise MCPError(INTERNAL_ERROR, reason or "no request channel")
+        self.require_input()
+        assert self._channel is not None  # require_input: a channel that carries requests
         return await self._channel.send_request(method, params, timeout)
 
     async def _ask(self, kind: str, method: str, params: dict[str, Any],
                    timeout: float | None, *capability: str) -> dict[str, Any]:
         """One question for the client, in either era (see :meth:`sample`)."""
-        reason = self.input_unavailable()
-        if reason is not None:
-            raise MCPError(INTERNAL_ERROR, reason)
+        self.require_input()
         self.require_client_capability(*capability)
         if not self.modern:
             return await self.send_request(method, params, timeout)
@@ -403,6 +407,18 @@ class Context(_Logging):
         if isinstance(data, dict) and set(data) == {STATE_INPUTS_KEY}:
             return None  # the answers ctx.sample / elicit / list_roots carry, not yours
         return data
+
+
+def _input_mode(ctx: Context) -> str:
+    """The ``data.mode`` of an INPUT_UNAVAILABLE error (see :meth:`Context.require_input`)."""
+    if ctx.modern:
+        return "method"
+    if ctx._channel is None:
+        return "task"
+    if ctx.session is None:
+        return "stateless"
+    reason = getattr(ctx._channel, "requests_unavailable", None) or ""
+    return "json_response" if reason.startswith("JSON response mode") else "batch"
 
 
 def _input_unavailable(ctx: Context, channel: RequestChannel | None) -> str | None:

@@ -31,12 +31,19 @@ from ..protocol import (
     META_SERVER_INFO,
     METHOD_NOT_FOUND,
     MODERN_VERSIONS,
+    RESOURCES_UPDATED,
 )
 from ..protocol.errors import MCPError, method_not_found
 from .builtins import BUILTIN, LEGACY_INPUT_ROUNDS, MAX_COMPLETION_VALUES, input_required
 from .context import Context
 from .input import NeedsInput, RequestStateCodec
 from .registry import Registry
+from .session import Session
+from .subscriptions import (
+    MAX_SUBSCRIPTION_URI_BYTES,
+    MAX_SUBSCRIPTIONS_PER_SESSION,
+    SubscriptionTracker,
+)
 
 log = logging.getLogger("tornado_mcp.server")
 
@@ -110,6 +117,8 @@ class Server(Registry):
         self._sinks: list[NotificationSink] = []
         self._relays: list[NotificationSink] = []
         self._sinks_lock = threading.Lock()
+        #: The legacy subscriptions kept for you, once :meth:`track_subscriptions` asked.
+        self.subscriptions: SubscriptionTracker | None = None
         #: Middleware run around every request on every transport, in order.
         self.middleware: list[Middleware] = list(middleware)
 
@@ -139,9 +148,10 @@ class Server(Registry):
         caps: dict[str, Any] = {"logging": {}}
         if self._tools:
             caps["tools"] = {"listChanged": True}
-        if self._resources or self._templates or self._subscribe:
+        tracking = self.subscriptions is not None
+        if self._resources or self._templates or self._subscribe or tracking:
             caps["resources"] = {"listChanged": True}
-            if self._subscribe is not None:
+            if self._subscribe is not None or tracking:
                 caps["resources"]["subscribe"] = True
         if self._prompts:
             caps["prompts"] = {"listChanged": True}
@@ -199,10 +209,15 @@ class Server(Registry):
         self.relay(method, params)
 
     def deliver_local(self, method: str, params: dict[str, Any] | None = None) -> None:
-        """Deliver a server-wide notification to this process's transports only."""
+        """Deliver a server-wide notification to this process's transports only (and a
+        resource update to the tracked legacy subscribers this process holds)."""
         with self._sinks_lock:
             sinks = list(self._sinks)
         self._fan_out(sinks, method, params)
+        tracker = self.subscriptions
+        if tracker is not None and method == RESOURCES_UPDATED and params is not None:
+            for session in tracker.subscribers(str(params.get("uri"))):
+                session.send_notification(method, params)
 
     def relay(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Hand a locally originated notification to the relays (other processes)."""
@@ -230,12 +245,32 @@ class Server(Registry):
         self.publish("notifications/resources/list_changed")
 
     def notify_resources_updated(self, uri: str) -> None:
-        """Tell the listen streams subscribed to ``uri`` that it changed.
+        """Tell everyone watching ``uri`` that it changed, once each (thread-safe): the
+        listen streams naming it and, when the server tracks subscriptions
+        (:meth:`track_subscriptions`), every legacy session subscribed to it, in every
+        transport and process.
 
-        Legacy sessions subscribe through your ``on_subscribe`` handler, so the library
-        does not know them: call ``session.notify_resources_updated(uri)`` for those.
+        Without tracking, your ``on_subscribe`` handler knows the legacy subscribers: call
+        ``session.notify_resources_updated(uri)`` for each of those, and this once.
         """
-        self.publish("notifications/resources/updated", {"uri": uri})
+        self.publish(RESOURCES_UPDATED, {"uri": uri})
+
+    def track_subscriptions(self, max_per_session: int = MAX_SUBSCRIPTIONS_PER_SESSION,
+                            max_uri_bytes: int = MAX_SUBSCRIPTION_URI_BYTES
+                            ) -> SubscriptionTracker:
+        """Keep legacy ``resources/subscribe`` state for you (see
+        :mod:`tornado_mcp.server.subscriptions`): ``resources.subscribe`` is advertised,
+        each session's subscriptions are recorded (bounded, counted, dropped with the
+        session) before your ``on_subscribe`` handler, if any, runs, and
+        :meth:`notify_resources_updated` reaches the subscribers."""
+        if self.subscriptions is None:
+            self.subscriptions = SubscriptionTracker(max_per_session, max_uri_bytes)
+            self._cache.clear()  # the capabilities change
+        return self.subscriptions
+
+    def tracks(self, session: Session, uri: str) -> bool:
+        """Whether the tracker already reaches ``session`` for ``uri``."""
+        return self.subscriptions is not None and self.subscriptions.subscribed(session, uri)
 
     # -- lifecycle -------------------------------------------------------------------------
     def negotiate_version(self, requested: Any, served: Iterable[str]) -> str:
@@ -273,8 +308,11 @@ class Server(Registry):
             raise method_not_found(method)
         gate = METHOD_CAPABILITY.get(method)
         if gate is not None and not self.has_capability(*gate):
+            offered = "/".join(part for part in gate if part)
+            hint = ("; register an on_subscribe handler or call server.track_subscriptions()"
+                    if gate == ("resources", "subscribe") else "")
             raise MCPError(METHOD_NOT_FOUND,
-                           f"Method not found: {method} (server does not offer {gate[0]})")
+                           f"Method not found: {method} (server does not offer {offered}{hint})")
 
     async def handle(self, method: str, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
         """Answer one request; raise :class:`MCPError` for a JSON-RPC error."""

@@ -43,6 +43,8 @@ class Session:
         "principal",
         "protocol_version",
         "retained_values",
+        "subscription_bytes",
+        "subscriptions",
     )
 
     def __init__(self, session_id: str, protocol_version: str, client_info: Any,
@@ -63,13 +65,19 @@ class Session:
         self.get_channel: SSEChannel | None = None
         self.in_flight: dict[Any, Context] = {}
         self.pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
-        self.notifier: Callable[[Session, str, dict[str, Any] | None, bool], bool] | None = None
+        self.notifier: Callable[[Session, str, dict[str, Any] | None], bool] | None = None
         #: Who opened the session; only that caller may use it (see :mod:`tornado_mcp.auth`).
         self.principal: Principal = ANONYMOUS
+        #: The URIs it subscribed to, when the server tracks subscriptions
+        #: (:meth:`~tornado_mcp.Server.track_subscriptions`), and their UTF-8 bytes.
+        self.subscriptions: set[str] = set()
+        self.subscription_bytes = 0
 
     @property
     def retained_bytes(self) -> int:
-        return len(self._retained)
+        """Bytes kept: its ``initialize``'s client info and capabilities, and the URIs
+        it subscribed to."""
+        return len(self._retained) + self.subscription_bytes
 
     @property
     def client_info(self) -> dict[str, Any] | None:
@@ -97,19 +105,15 @@ class Session:
         """
         if self.notifier is None:
             return False
-        return self.notifier(self, method, params, False)
+        return self.notifier(self, method, params)
 
     def notify_resources_updated(self, uri: str) -> bool:
-        """Tell this session that ``uri`` changed (on its GET stream), and the listen
-        streams subscribed to ``uri`` in every transport and process (thread-safe).
-
-        To notify several sessions of one change without telling listen streams once per
-        session, call :meth:`send_notification` for each and
-        :meth:`Server.notify_resources_updated` once.
-        """
+        """Tell this session, and only it, that ``uri`` changed (on its GET stream;
+        thread-safe).  Listen streams and the sessions the server tracks are reached by
+        :meth:`Server.notify_resources_updated`, once each: call that once per change."""
         if self.notifier is None:
             return False
-        return self.notifier(self, "notifications/resources/updated", {"uri": uri}, True)
+        return self.notifier(self, "notifications/resources/updated", {"uri": uri})
 
 
 class SessionStore:

@@ -72,14 +72,15 @@ class _Channel:
         return await self.conn.request(method, params, timeout)
 
     def notify_resources_updated(self, uri: str) -> None:
-        """Once to this request's session (the pipe), and once to the listen streams."""
+        """Once to the listen streams and the tracked subscribers, and once to this
+        request's session (the pipe) if that did not reach it."""
         if worker_loop() is not None:
             return call_on_loop(self.notify_resources_updated, uri)
+        server = self.conn.server
+        server.notify_resources_updated(uri)
         session = self.ctx.session if self.ctx is not None else None
-        if session is not None:
+        if session is not None and not server.tracks(session, uri):
             session.notify_resources_updated(uri)
-        else:
-            self.conn.server.notify_resources_updated(uri)
 
     def close_stream(self) -> bool:
         return False  # stdio has no stream to close and resume
@@ -195,11 +196,9 @@ class StdioConnection:
                 self.send(message)
         self.loop.call_soon_threadsafe(deliver)
 
-    def _session_notify(self, session: Session, method: str, params: dict[str, Any] | None,
-                        fan_out: bool) -> bool:
+    def _session_notify(self, session: Session, method: str,
+                        params: dict[str, Any] | None) -> bool:
         def deliver() -> None:
-            if fan_out and method == "notifications/resources/updated":
-                self.server.publish(method, params)  # the listen streams, once
             message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
             if params is not None:
                 message["params"] = params

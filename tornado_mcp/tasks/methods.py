@@ -167,7 +167,9 @@ async def _call(m: TaskManager, ctx: Context) -> dict[str, Any] | None:
     record = await m.create(ctx, owner_of(ctx), era, ttl, work)
     if ctx.modern:
         return _stamp(m, ctx, record.created())
-    return {"task": record.legacy_task(),
+    # ``content`` is not in 2025-11-25's CreateTaskResult, but clients that parse the reply
+    # as a CallToolResult (the official Python SDK 2.3.0) need it; empty, as 2026-07-28's.
+    return {"task": record.legacy_task(), "content": [],
             "_meta": {META_RELATED_TASK: {"taskId": record.task_id}}}
 
 

@@ -26,7 +26,8 @@ log = logging.getLogger("tornado_mcp.auth")
 def refuse(h: MCPHandler, exc: AuthError) -> None:
     """Answer ``h`` with the refusal: its status, a JSON-RPC error and, on an OAuth
     resource, the ``WWW-Authenticate`` challenge. Counted under ``exc.kind``."""
-    h.write_reply(Reply(exc.status, INVALID_REQUEST, exc.message, refusal=exc.kind))
+    h.write_reply(Reply(exc.status, INVALID_REQUEST, exc.message, exc.request_id,
+                        refusal=exc.kind))
     oauth = h.transport.oauth
     if oauth is not None:
         h.set_header(HEADER_WWW_AUTHENTICATE, oauth.challenge(h.request, h.request.path, exc))

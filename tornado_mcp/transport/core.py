@@ -24,7 +24,7 @@ from tornado.iostream import IOStream
 
 from ..auth.resource import OAuthResource
 from ..engine.engine import Engine
-from ..engine.listen_index import LIST_CHANGED, LISTEN_METHODS, StreamChannel, change_key
+from ..engine.listen_index import LIST_CHANGED, StreamChannel, change_key
 from ..engine.middleware import Middleware
 from ..introspection import ClusterSnapshot, ProcessInfo, Snapshot
 from ..options import TransportOptions
@@ -263,13 +263,11 @@ class Transport:
         return delivered
 
     def _session_notify(self, session: Session, method: str,
-                        params: dict[str, Any] | None, fan_out: bool) -> bool:
+                        params: dict[str, Any] | None) -> bool:
         if threading.get_ident() != self._loop_thread:
             def later() -> None:
-                self._session_notify(session, method, params, fan_out)
+                self._session_notify(session, method, params)
             return self._on_loop(later)
-        if fan_out and method in LISTEN_METHODS:  # listen streams everywhere, once
-            self.server.publish(method, params)
         channel = session.get_channel
         if channel is None:
             return False

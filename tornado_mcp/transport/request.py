@@ -150,17 +150,21 @@ class RequestStream:
                                    lambda: session.pending.pop(request_id, None))
 
     def notify_resources_updated(self, uri: str) -> None:
+        """Once to the listen streams and the tracked subscribers, and once to the caller's
+        session if that did not reach it: on its GET stream, or without one on this
+        request's own stream."""
         if worker_loop() is not None:
             return call_on_loop(self.notify_resources_updated, uri)
+        server = self.handler.transport.server
+        server.notify_resources_updated(uri)
         ctx = self.ctx
-        params = {"uri": uri}
         session = ctx.session if ctx is not None else None
-        if session is not None and session.get_channel is not None:
-            session.notify_resources_updated(uri)
+        if session is None:
             return
-        self.handler.transport.server.publish(RESOURCES_UPDATED, params)
-        if session is not None:
-            self.emit({"jsonrpc": "2.0", "method": RESOURCES_UPDATED, "params": params})
+        if session.get_channel is None:
+            self.emit({"jsonrpc": "2.0", "method": RESOURCES_UPDATED, "params": {"uri": uri}})
+        elif not server.tracks(session, uri):
+            session.notify_resources_updated(uri)
 
 
 async def run_request(h: MCPHandler, message: dict[str, Any], session: Session | None,
