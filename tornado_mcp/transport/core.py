@@ -26,6 +26,7 @@ from ..options import TransportOptions
 from ..protocol import INTERNAL_ERROR, LEGACY_VERSIONS, MODERN_VERSIONS, Refusal, jsonio
 from ..protocol.errors import MCPError
 from ..protocol.identity import ANONYMOUS, Principal
+from ..server.channels import SessionStream
 from ..server.server import Server
 from ..server.session import Session, SessionStore
 from ..server.sync_handlers import SyncRunner
@@ -315,7 +316,7 @@ class Transport:
         if self._reaper is not None:
             self._reaper.stop()
             self._reaper = None
-        channels: list[SSEChannel] = []
+        channels: list[SSEChannel | SessionStream] = []
         for stream in self.hub:
             self.hub.remove(stream)
             stream.channel.close(stream.final_result())
