@@ -123,13 +123,20 @@ def _ancestors(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> Iterator[ast.A
         yield node
 
 
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
+        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
 def _kind(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> str:
-    ancestors = list(_ancestors(node, parents))
-    if any(isinstance(p, ast.If) and "TYPE_CHECKING" in ast.unparse(p.test) for p in ancestors):
-        return "typing"
-    if any(isinstance(p, ast.FunctionDef | ast.AsyncFunctionDef) for p in ancestors):
-        return "local"
-    return "module"
+    child, typing_only, local = node, False, False
+    for parent in _ancestors(node, parents):
+        if isinstance(parent, ast.If) and _is_type_checking(parent.test) \
+                and child in parent.body:  # not the ``else:`` branch, which runs
+            typing_only = True
+        local = local or isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef)
+        child = parent
+    return "typing" if typing_only else "local" if local else "module"
 
 
 def _imports(name: str, path: Path) -> list[Edge]:
