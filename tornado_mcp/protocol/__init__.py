@@ -121,6 +121,9 @@ META_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 #: 2025-11-25 tasks: messages about a task name it here (``{"taskId": ...}``).
 META_RELATED_TASK = "io.modelcontextprotocol/related-task"
 
+#: ``notifications/message`` levels, least severe first (RFC 5424 severities).
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
 # -- JSON-RPC and MCP error codes ----------------------------------------------------------
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600

@@ -11,12 +11,16 @@ from typing import Any
 
 from marshmallow import INCLUDE, Schema, ValidationError, fields, validate
 
-from . import INVALID_PARAMS, META_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_VERSION
+from . import (
+    INVALID_PARAMS,
+    LOG_LEVELS,
+    META_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_VERSION,
+)
 from .errors import MCPError
 from .field_errors import dotted, first_error
-
-LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
-
 
 
 class _Open(Schema):

@@ -28,6 +28,7 @@ from ..protocol import (
     ELICITATION_CREATE,
     INPUT_METHODS,
     INTERNAL_ERROR,
+    LOG_LEVELS,
     LOG_MESSAGE,
     PING,
     PROGRESS,
@@ -36,7 +37,6 @@ from ..protocol import (
 )
 from ..protocol.errors import MCPError, MissingClientCapability
 from ..protocol.identity import ANONYMOUS, Principal
-from ..protocol.shapes import LOG_LEVELS
 from .input import (
     MAX_INPUT_ROUNDS,
     STATE_INPUTS_KEY,
