@@ -13,10 +13,8 @@ from typing import Any
 
 from ..protocol.uritemplate import UriTemplate
 from .contract import HandlerSpec, ToolContract
-from .results import audio, embedded_resource, image, resource_link, text
 
-__all__ = ["Prompt", "PromptArgument", "Resource", "ResourceTemplate", "Tool", "audio",
-           "embedded_resource", "image", "resource_link", "text"]
+__all__ = ["Prompt", "PromptArgument", "Resource", "ResourceTemplate", "Tool"]
 
 
 def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
