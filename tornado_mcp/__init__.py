@@ -22,15 +22,9 @@ from .protocol.errors import MCPError, MissingClientCapability, ResourceNotFound
 from .protocol.identity import ANONYMOUS, Principal
 from .schema.from_types import Arg
 from .server.context import Context
-from .server.input import (
-    ElicitationSchemaError,
-    InputRequired,
-    RequestStateCodec,
-    elicitation,
-    roots,
-    sampling,
-)
+from .server.input import ElicitationSchemaError, InputRequired, elicitation, roots, sampling
 from .server.primitives import PromptArgument
+from .server.request_state import RequestStateCodec
 from .server.results import audio, embedded_resource, image, resource_link, text
 from .server.server import Server
 from .server.session import Session

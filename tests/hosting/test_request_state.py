@@ -15,7 +15,7 @@ from mcp_http import Running, assert_refused, example_server, modern_meta, resul
 
 from tornado_mcp import RequestStateCodec
 from tornado_mcp.protocol.errors import MCPError
-from tornado_mcp.server.input import MAX_STATE_CHARS
+from tornado_mcp.server.request_state import MAX_STATE_CHARS
 
 K1, K2, K3 = (bytes([n]) * 32 for n in (1, 2, 3))
 PARAMS = {"name": "book", "arguments": {"city": "Lyon"}}

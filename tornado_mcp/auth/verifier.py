@@ -62,8 +62,3 @@ def principal_of(claims: Mapping[str, Any]) -> Principal:
     subject = claims.get("sub") or claims.get("client_id")
     return Principal.of(str(subject) if subject is not None else "unknown",
                         scopes_of(claims), claims, method=BEARER)
-
-
-def same_resource(a: str, b: str) -> bool:
-    """Two resource URLs name the same endpoint (a trailing slash makes no difference)."""
-    return a.rstrip("/") == b.rstrip("/")

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..options import LIVE_OPTIONS, OptionError
 from ..protocol import jsonio
-from ..server.input import RequestStateCodec
+from ..server.request_state import RequestStateCodec
 
 if TYPE_CHECKING:
     from .core import Cluster

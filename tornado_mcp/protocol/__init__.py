@@ -49,15 +49,27 @@ WELL_KNOWN_PROTECTED_RESOURCE = "/.well-known/oauth-protected-resource"
 
 # -- methods ---------------------------------------------------------------------------------
 INITIALIZE = "initialize"
+INITIALIZED = "notifications/initialized"
 PING = "ping"
-TOOLS_LIST = "tools/list"
+LOGGING_SET_LEVEL = "logging/setLevel"
 SERVER_DISCOVER = "server/discover"
 SUBSCRIPTIONS_LISTEN = "subscriptions/listen"
+TOOLS_LIST = "tools/list"
 TOOLS_CALL = "tools/call"
+PROMPTS_LIST = "prompts/list"
 PROMPTS_GET = "prompts/get"
+RESOURCES_LIST = "resources/list"
+RESOURCES_TEMPLATES_LIST = "resources/templates/list"
 RESOURCES_READ = "resources/read"
 RESOURCES_SUBSCRIBE = "resources/subscribe"
+RESOURCES_UNSUBSCRIBE = "resources/unsubscribe"
 COMPLETION_COMPLETE = "completion/complete"
+#: Server-to-client requests: what a handler asks its client for.
+SAMPLING_CREATE_MESSAGE = "sampling/createMessage"
+ELICITATION_CREATE = "elicitation/create"
+ROOTS_LIST = "roots/list"
+PROGRESS = "notifications/progress"
+LOG_MESSAGE = "notifications/message"
 CANCELLED = "notifications/cancelled"
 SUBSCRIPTIONS_ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
 RESOURCES_UPDATED = "notifications/resources/updated"
@@ -80,6 +92,16 @@ TASKS_RESULT = "tasks/result"
 TASKS_LIST = "tasks/list"
 TASKS_STATUS = "notifications/tasks/status"
 
+#: The methods a server answers itself (a custom method may not take one of these names).
+SERVER_METHODS = frozenset({
+    PING, LOGGING_SET_LEVEL, SERVER_DISCOVER, TOOLS_LIST, TOOLS_CALL, RESOURCES_LIST,
+    RESOURCES_TEMPLATES_LIST, RESOURCES_READ, RESOURCES_SUBSCRIBE, RESOURCES_UNSUBSCRIBE,
+    PROMPTS_LIST, PROMPTS_GET, COMPLETION_COMPLETE,
+})
+#: Methods whose handlers may ask for input: at 2026-07-28 they may answer with an
+#: input-required result, and their retries carry ``inputResponses``.
+INPUT_METHODS = frozenset({TOOLS_CALL, PROMPTS_GET, RESOURCES_READ})
+
 #: The methods whose target is named by a parameter, which the 2026-07-28 ``Mcp-Name``
 #: header must repeat: method -> parameter.
 NAME_BEARING = {TOOLS_CALL: "name", PROMPTS_GET: "name", RESOURCES_READ: "uri",
@@ -98,6 +120,9 @@ META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 META_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 #: 2025-11-25 tasks: messages about a task name it here (``{"taskId": ...}``).
 META_RELATED_TASK = "io.modelcontextprotocol/related-task"
+
+#: ``notifications/message`` levels, least severe first (RFC 5424 severities).
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 # -- JSON-RPC and MCP error codes ----------------------------------------------------------
 PARSE_ERROR = -32700

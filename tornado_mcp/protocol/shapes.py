@@ -7,16 +7,20 @@ client's additions pass through.  :func:`load` turns a validation failure into a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from marshmallow import INCLUDE, Schema, ValidationError, fields, validate
 
-from . import INVALID_PARAMS, META_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_VERSION
+from . import (
+    INVALID_PARAMS,
+    LOG_LEVELS,
+    META_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_VERSION,
+)
 from .errors import MCPError
-
-LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
-
+from .field_errors import dotted, first_error
 
 
 class _Open(Schema):
@@ -96,17 +100,12 @@ class CursorParamsSchema(_Open):
     cursor = fields.String(allow_none=True)
 
 
-def _first_error(messages: Any, path: str = "") -> str:
-    if isinstance(messages, Mapping):
-        for key, value in messages.items():
-            sub = f"{path}.{key}" if path else str(key)
-            return _first_error(value, sub)
-    if isinstance(messages, list) and messages:
-        first = messages[0]
-        if isinstance(first, str):
-            return f"`{path}`: {first}" if path else first
-        return _first_error(first, path)
-    return f"`{path}` is invalid" if path else "invalid"
+def _first_error(messages: Any) -> str:
+    first = first_error(messages)
+    if first is None:
+        return "invalid"
+    path, message = first
+    return f"`{dotted(path)}`: {message}" if path else message
 
 
 # -- a fast path compiled from each schema's own declarations --------------------------------

@@ -21,6 +21,7 @@ from collections import abc
 from collections.abc import Callable
 from typing import Any
 
+from ..protocol.field_errors import first_error
 from .from_types import (
     SchemaBuilder,
     is_enum,
@@ -215,20 +216,9 @@ def _marshmallow(t: Any) -> Converter:
         try:
             return ms.load(value)
         except marshmallow.ValidationError as exc:
-            path, message = _first_message(exc.messages)
-            raise ConversionError(message, path) from None
+            path, message = first_error(exc.messages) or ((), "invalid")
+            raise ConversionError(message[:200], path) from None
     return convert
-
-
-def _first_message(messages: Any, path: tuple[str | int, ...] = ()
-                   ) -> tuple[tuple[str | int, ...], str]:
-    if isinstance(messages, dict) and messages:
-        key, inner = next(iter(messages.items()))
-        step = key if isinstance(key, int) or key != "_schema" else None
-        return _first_message(inner, path if step is None else (*path, step))
-    if isinstance(messages, list) and messages:
-        return _first_message(messages[0], path)
-    return path, str(messages)[:200]
 
 
 # -- results ----------------------------------------------------------------------------

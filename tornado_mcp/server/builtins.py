@@ -3,7 +3,8 @@
 :data:`BUILTIN` maps each method name to its function; :meth:`Server.handle
 <tornado_mcp.server.server.Server.handle>` checks the method against the era and the server's
 capabilities, then calls it.  Handlers are run through :func:`run_with_input`, so one
-handler serves both eras' ways of asking the client for input.
+handler serves both eras' ways of asking the client for input.  The functions read the
+server through :class:`Host`: its identity and its registry's public read API.
 """
 
 from __future__ import annotations
@@ -11,14 +12,27 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..protocol import (
+    COMPLETION_COMPLETE,
     INTERNAL_ERROR,
     INVALID_PARAMS,
+    LOGGING_SET_LEVEL,
     META_SERVER_INFO,
     METHOD_NOT_FOUND,
     MODERN_VERSIONS,
+    PING,
+    PROMPTS_GET,
+    PROMPTS_LIST,
+    RESOURCES_LIST,
+    RESOURCES_READ,
+    RESOURCES_SUBSCRIBE,
+    RESOURCES_TEMPLATES_LIST,
+    RESOURCES_UNSUBSCRIBE,
+    SERVER_DISCOVER,
+    TOOLS_CALL,
+    TOOLS_LIST,
 )
 from ..protocol.errors import MCPError, MissingClientCapability, ResourceNotFound, ToolError
 from ..protocol.pagination import paginate
@@ -32,32 +46,71 @@ from ..protocol.shapes import (
     load,
 )
 from .context import Context
-from .contract import ArgumentError
-from .input import INPUT_KIND_CAPABILITY, InputRequired
-from .primitives import HandlerSpec
-from .results import OutputError, contents_result, prompt_result, text, tool_result
-
-if TYPE_CHECKING:
-    from .server import Server
+from .contract import ArgumentError, HandlerSpec, OutputError, tool_result
+from .input import INPUT_KIND_CAPABILITY, MAX_INPUT_ROUNDS, InputRequired
+from .primitives import Prompt, Resource, ResourceTemplate, Tool
+from .results import contents_result, prompt_result, text
+from .subscriptions import SubscriptionTracker
 
 log = logging.getLogger("tornado_mcp.server")
 
 MAX_COMPLETION_VALUES = 100
-LEGACY_INPUT_ROUNDS = 8
 
 
-async def ping(server: Server, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+class Host(Protocol):
+    """What the built-in methods read of their server (a :class:`~tornado_mcp.Server`):
+    its identity and listing policy, and the read API of its
+    :class:`~tornado_mcp.server.registry.Registry`."""
+
+    @property
+    def page_size(self) -> int | None: ...
+
+    @property
+    def ttl_ms(self) -> int: ...
+
+    @property
+    def cache_scope(self) -> str: ...
+
+    def server_info(self) -> dict[str, Any]: ...
+
+    def discover_result(self, served: Iterable[str], listen_served: bool
+                        ) -> dict[str, Any]: ...
+
+    def listing(self, kind: str) -> list[dict[str, Any]]: ...
+
+    def get_tool(self, name: str) -> Tool | None: ...
+
+    def get_prompt(self, name: str) -> Prompt | None: ...
+
+    def get_resource(self, uri: str) -> Resource | None: ...
+
+    def match_template(self, uri: str) -> tuple[ResourceTemplate, dict[str, str]] | None: ...
+
+    @property
+    def completion_handler(self) -> HandlerSpec | None: ...
+
+    @property
+    def subscribe_handler(self) -> HandlerSpec | None: ...
+
+    @property
+    def unsubscribe_handler(self) -> HandlerSpec | None: ...
+
+    @property
+    def subscriptions(self) -> SubscriptionTracker | None: ...
+
+
+async def ping(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
     return {}
 
 
-async def set_level(server: Server, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-    p = load(SET_LEVEL_PARAMS, params, "logging/setLevel")
+async def set_level(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    p = load(SET_LEVEL_PARAMS, params, LOGGING_SET_LEVEL)
     if ctx.session is not None:
         ctx.session.log_level = p["level"]
     return {}
 
 
-async def discover(server: Server, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+async def discover(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
     served = ctx.served_versions if ctx.served_versions is not None else MODERN_VERSIONS
     result = server.discover_result(served, ctx.listen_served)
     result["resultType"] = "complete"
@@ -67,41 +120,32 @@ async def discover(server: Server, params: dict[str, Any], ctx: Context) -> dict
     return result
 
 
-def described(server: Server, kind: str, items: Iterable[Any]) -> list[dict[str, Any]]:
-    cached = server._cache.get(kind)
-    if cached is None:
-        cached = server._cache[kind] = [i.describe() for i in items]
-    return cached
-
-
-def page(server: Server, key: str, kind: str, items: Iterable[Any],
-          params: dict[str, Any]) -> dict[str, Any]:
+def page(server: Host, key: str, kind: str, params: dict[str, Any]) -> dict[str, Any]:
     p = load(CURSOR_PARAMS, params, "params")
-    page, next_cursor = paginate(described(server, kind, items), p.get("cursor"),
-                                 server.page_size)
+    page, next_cursor = paginate(server.listing(kind), p.get("cursor"), server.page_size)
     result: dict[str, Any] = {key: list(page)}
     if next_cursor is not None:
         result["nextCursor"] = next_cursor
     return result
 
 
-async def list_tools(server: Server, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-    return page(server, "tools", "tools", server._tools.values(), params)
+async def list_tools(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    return page(server, "tools", "tools", params)
 
 
-async def list_resources(server: Server, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-    return page(server, "resources", "resources", server._resources.values(), params)
+async def list_resources(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    return page(server, "resources", "resources", params)
 
 
-async def list_templates(server: Server, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-    return page(server, "resourceTemplates", "templates", server._templates.values(), params)
+async def list_templates(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    return page(server, "resourceTemplates", "templates", params)
 
 
-async def list_prompts(server: Server, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-    return page(server, "prompts", "prompts", server._prompts.values(), params)
+async def list_prompts(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    return page(server, "prompts", "prompts", params)
 
 
-async def call_tool(server: Server, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+async def call_tool(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
     """``tools/call``: bind the arguments to the tool's contract, run it, shape the result.
 
     Arguments that break the input schema (or that the function's types refuse) give a
@@ -109,8 +153,8 @@ async def call_tool(server: Server, params: dict[str, Any], ctx: Context) -> dic
     function does not take is -32602.  A result that breaks the tool's output schema is
     -32603 and logged: it is never sent.
     """
-    p = load(TOOL_CALL_PARAMS, params, "tools/call")
-    tool = server._tools.get(p["name"])
+    p = load(TOOL_CALL_PARAMS, params, TOOLS_CALL)
+    tool = server.get_tool(p["name"])
     if tool is None:
         raise MCPError(INVALID_PARAMS, f"Unknown tool: {p['name']}")
     contract = tool.contract
@@ -142,7 +186,7 @@ async def call_tool(server: Server, params: dict[str, Any], ctx: Context) -> dic
                        f"that {what} ({exc})") from None
 
 
-async def run_with_input(server: Server, handler: HandlerSpec, kwargs: dict[str, Any],
+async def run_with_input(server: Host, handler: HandlerSpec, kwargs: dict[str, Any],
                           ctx: Context) -> Any:
     """Call a handler; in the legacy era, answer its input requests with real
     server-to-client requests and call it again, so one handler serves both eras."""
@@ -150,7 +194,7 @@ async def run_with_input(server: Server, handler: HandlerSpec, kwargs: dict[str,
     rounds = 0
     while isinstance(result, InputRequired) and not ctx.modern:
         rounds += 1
-        if rounds > LEGACY_INPUT_ROUNDS:
+        if rounds > MAX_INPUT_ROUNDS:
             raise MCPError(INTERNAL_ERROR, "Too many input rounds")
         responses: dict[str, Any] = {}
         ctx.require_input()  # the mode named, before a capability the client did declare
@@ -183,24 +227,22 @@ def input_required(raw: InputRequired, ctx: Context) -> dict[str, Any]:
     return InputRequired(kept, raw.request_state).to_result()
 
 
-async def read_resource(server: Server, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-    uri = load(URI_PARAMS, params, "resources/read")["uri"]
-    res = server._resources.get(uri)
+async def read_resource(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    uri = load(URI_PARAMS, params, RESOURCES_READ)["uri"]
+    res = server.get_resource(uri)
     try:
         if res is not None:
             raw = await run_with_input(server, res.handler, {}, ctx)
             ttl, scope = res.ttl_ms, res.cache_scope
         else:
-            for tpl in server._templates.values():
-                variables = tpl.template.match(uri)
-                if variables is not None:
-                    kwargs = ({**variables, "uri": uri}
-                              if "uri" in {p.name for p in tpl.handler.params} else variables)
-                    raw = await run_with_input(server, tpl.handler, kwargs, ctx)
-                    ttl, scope, mime = tpl.ttl_ms, tpl.cache_scope, tpl.mime_type
-                    break
-            else:
+            found = server.match_template(uri)
+            if found is None:
                 raise ResourceNotFound(uri)
+            tpl, variables = found
+            kwargs = ({**variables, "uri": uri}
+                      if "uri" in {p.name for p in tpl.handler.params} else variables)
+            raw = await run_with_input(server, tpl.handler, kwargs, ctx)
+            ttl, scope, mime = tpl.ttl_ms, tpl.cache_scope, tpl.mime_type
     except ResourceNotFound as exc:
         if ctx.modern:
             raise MCPError(INVALID_PARAMS, "Resource not found", {"uri": exc.uri}) from None
@@ -221,7 +263,7 @@ async def read_resource(server: Server, params: dict[str, Any], ctx: Context) ->
     return result
 
 
-async def subscribe_op(server: Server, params: dict[str, Any], ctx: Context,
+async def subscribe_op(server: Host, params: dict[str, Any], ctx: Context,
                         handler: HandlerSpec | None) -> dict[str, Any]:
     if not isinstance(params.get("uri"), str):
         raise MCPError(INVALID_PARAMS, "Invalid params", "Missing or invalid uri")
@@ -231,20 +273,20 @@ async def subscribe_op(server: Server, params: dict[str, Any], ctx: Context,
     return {}
 
 
-async def subscribe_m(server: Server, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+async def subscribe_m(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
     _refuse_without_session(ctx)
     tracker = server.subscriptions
     if tracker is not None and ctx.session is not None and isinstance(params.get("uri"), str):
         tracker.subscribe(ctx.session, params["uri"])  # bounded: -32602 over it
-    return await subscribe_op(server, params, ctx, server._subscribe)
+    return await subscribe_op(server, params, ctx, server.subscribe_handler)
 
 
-async def unsubscribe_m(server: Server, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+async def unsubscribe_m(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
     _refuse_without_session(ctx)
     tracker = server.subscriptions
     if tracker is not None and ctx.session is not None and isinstance(params.get("uri"), str):
         tracker.unsubscribe(ctx.session, params["uri"])
-    return await subscribe_op(server, params, ctx, server._unsubscribe)
+    return await subscribe_op(server, params, ctx, server.unsubscribe_handler)
 
 
 def _refuse_without_session(ctx: Context) -> None:
@@ -256,9 +298,9 @@ def _refuse_without_session(ctx: Context) -> None:
                                          "subscriptions/listen at 2026-07-28)")
 
 
-async def get_prompt(server: Server, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-    p = load(PROMPT_GET_PARAMS, params, "prompts/get")
-    prompt = server._prompts.get(p["name"])
+async def get_prompt(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    p = load(PROMPT_GET_PARAMS, params, PROMPTS_GET)
+    prompt = server.get_prompt(p["name"])
     if prompt is None:
         raise MCPError(INVALID_PARAMS, f"Unknown prompt: {p['name']}")
     args = p.get("arguments") or {}
@@ -283,10 +325,11 @@ async def get_prompt(server: Server, params: dict[str, Any], ctx: Context) -> di
     return prompt_result(raw, prompt.description)
 
 
-async def complete(server: Server, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-    p = load(COMPLETE_PARAMS, params, "completion/complete")
-    assert server._completion is not None
-    raw = await server._completion.call(
+async def complete(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    p = load(COMPLETE_PARAMS, params, COMPLETION_COMPLETE)
+    handler = server.completion_handler
+    assert handler is not None
+    raw = await handler.call(
         ctx, {"ref": p["ref"], "argument": p["argument"], "context": p.get("context")})
     if isinstance(raw, dict) and "completion" in raw:
         completion = dict(raw["completion"])
@@ -303,20 +346,20 @@ async def complete(server: Server, params: dict[str, Any], ctx: Context) -> dict
     return {"completion": completion}
 
 
-Method = Callable[["Server", dict[str, Any], Context], Awaitable[dict[str, Any]]]
+Method = Callable[[Host, dict[str, Any], Context], Awaitable[dict[str, Any]]]
 
 BUILTIN: dict[str, Method] = {
-    "ping": ping,
-    "logging/setLevel": set_level,
-    "server/discover": discover,
-    "tools/list": list_tools,
-    "tools/call": call_tool,
-    "resources/list": list_resources,
-    "resources/templates/list": list_templates,
-    "resources/read": read_resource,
-    "resources/subscribe": subscribe_m,
-    "resources/unsubscribe": unsubscribe_m,
-    "prompts/list": list_prompts,
-    "prompts/get": get_prompt,
-    "completion/complete": complete,
+    PING: ping,
+    LOGGING_SET_LEVEL: set_level,
+    SERVER_DISCOVER: discover,
+    TOOLS_LIST: list_tools,
+    TOOLS_CALL: call_tool,
+    RESOURCES_LIST: list_resources,
+    RESOURCES_TEMPLATES_LIST: list_templates,
+    RESOURCES_READ: read_resource,
+    RESOURCES_SUBSCRIBE: subscribe_m,
+    RESOURCES_UNSUBSCRIBE: unsubscribe_m,
+    PROMPTS_LIST: list_prompts,
+    PROMPTS_GET: get_prompt,
+    COMPLETION_COMPLETE: complete,
 }

@@ -23,12 +23,22 @@ import types
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..protocol import ELICITATION_COMPLETE, INPUT_UNAVAILABLE, INTERNAL_ERROR
+from ..protocol import (
+    ELICITATION_COMPLETE,
+    ELICITATION_CREATE,
+    INPUT_METHODS,
+    INPUT_UNAVAILABLE,
+    INTERNAL_ERROR,
+    LOG_LEVELS,
+    LOG_MESSAGE,
+    PING,
+    PROGRESS,
+    ROOTS_LIST,
+    SAMPLING_CREATE_MESSAGE,
+)
 from ..protocol.errors import MCPError, MissingClientCapability
 from ..protocol.identity import ANONYMOUS, Principal
-from ..protocol.shapes import LOG_LEVELS
 from .input import (
-    INPUT_METHODS,
     MAX_INPUT_ROUNDS,
     STATE_INPUTS_KEY,
     InputRequired,
@@ -37,7 +47,7 @@ from .input import (
 )
 
 if TYPE_CHECKING:
-    from .server import Server
+    from .request_state import RequestStateCodec
     from .session import Session
 
 _LEVEL_RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
@@ -56,6 +66,15 @@ class HTTPRequestFacts(Protocol):
 
 
 _NO_HEADERS: Mapping[str, str] = types.MappingProxyType({})
+
+
+class ContextServer(Protocol):
+    """What a ``Context`` uses of its :class:`~tornado_mcp.Server`."""
+
+    @property
+    def request_state(self) -> RequestStateCodec: ...
+
+    def notify_resources_updated(self, uri: str) -> None: ...
 
 
 class RequestChannel(Protocol):
@@ -110,7 +129,7 @@ class _Logging:
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
-        return self._channel.emit({"jsonrpc": "2.0", "method": "notifications/message",
+        return self._channel.emit({"jsonrpc": "2.0", "method": LOG_MESSAGE,
                                    "params": params})
 
     def debug(self, data: Any, logger: str | None = None) -> bool:
@@ -150,7 +169,7 @@ class Context(_Logging):
         "task",
     )
 
-    def __init__(self, server: Server, method: str, params: dict[str, Any],
+    def __init__(self, server: ContextServer, method: str, params: dict[str, Any],
                  request_id: Any, channel: RequestChannel | None, *,
                  session: Session | None = None, envelope: dict[str, Any] | None = None,
                  listen_served: bool = True,
@@ -248,7 +267,7 @@ class Context(_Logging):
             params["total"] = total
         if message is not None:
             params["message"] = message
-        return self._channel.emit({"jsonrpc": "2.0", "method": "notifications/progress",
+        return self._channel.emit({"jsonrpc": "2.0", "method": PROGRESS,
                                    "params": params})
 
     def notify_resources_updated(self, uri: str) -> None:
@@ -347,7 +366,7 @@ class Context(_Logging):
         again from the start, this await now returning at once.  So whatever the handler
         does before it awaits (side effects included) happens once per round.
         """
-        return await self._ask("sampling", "sampling/createMessage",
+        return await self._ask("sampling", SAMPLING_CREATE_MESSAGE,
                                {"messages": messages, "maxTokens": max_tokens, **extra},
                                timeout, "sampling")
 
@@ -358,7 +377,7 @@ class Context(_Logging):
         primitive properties (:class:`~tornado_mcp.ElicitationSchemaError` otherwise)."""
         check_elicitation_schema(requested_schema)
         return await self._ask(
-            "elicitation", "elicitation/create",
+            "elicitation", ELICITATION_CREATE,
             {"mode": "form", "message": message, "requestedSchema": requested_schema},
             timeout, "elicitation")
 
@@ -366,17 +385,17 @@ class Context(_Logging):
                          timeout: float | None = None) -> dict[str, Any]:
         """``elicitation/create`` in URL mode (both eras); needs ``elicitation.url``."""
         return await self._ask(
-            "elicitation", "elicitation/create",
+            "elicitation", ELICITATION_CREATE,
             {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id},
             timeout, "elicitation", "url")
 
     async def list_roots(self, timeout: float | None = None) -> dict[str, Any]:
         """``roots/list`` (both eras, like :meth:`sample`); needs the ``roots`` capability."""
-        return await self._ask("roots", "roots/list", {}, timeout, "roots")
+        return await self._ask("roots", ROOTS_LIST, {}, timeout, "roots")
 
     async def ping(self, timeout: float | None = None) -> dict[str, Any]:
         """A ``ping`` to the client (legacy era only)."""
-        return await self.send_request("ping", None, timeout)
+        return await self.send_request(PING, None, timeout)
 
     # -- input-required results (2026-07-28) ---------------------------------------------
     @property

@@ -1,5 +1,6 @@
 """A tool's contract: the schema its arguments must meet, the Python values its function
 receives, and the schema its structured result must meet before it leaves the server.
+(:class:`HandlerSpec`, how any handler's function is called, lives here too.)
 
 Built once when the tool is declared (an invalid schema, or a parameter type with no
 faithful JSON Schema, is refused then, with :class:`TypeError` or
@@ -18,8 +19,11 @@ faithful JSON Schema, is refused then, with :class:`TypeError` or
 from __future__ import annotations
 
 import inspect
+import types
 import typing
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 from ..protocol import jsonio
 from ..schema.convert import ConversionError, Converter, converter_for, to_json
@@ -33,10 +37,12 @@ from ..schema.from_types import (
     union_arms,
 )
 from ..schema.validate import MAX_ERROR_CHARS, SchemaCheck, compile_schema, where
+from .context import Context
 from .input import InputRequired
+from .results import plain_tool_result, text
+from .sync_handlers import call_handler
 
-if TYPE_CHECKING:
-    from .primitives import HandlerSpec
+Handler = Callable[..., Any]
 
 #: Deepest nesting of one argument's value (an argument that is a list of objects of lists
 #: is 3 deep); deeper is refused naming the argument.  The transport's own bound on a
@@ -54,6 +60,82 @@ class ArgumentError(Exception):
         super().__init__(message)
         self.message = message[:MAX_ERROR_CHARS]
         self.protocol = protocol
+
+
+#: Result types that are never awaitable: skip the (slower) general check for them.
+_PLAIN = frozenset({str, dict, list, bytes, int, float, bool, type(None)})
+
+
+@dataclass
+class HandlerSpec:
+    """A user function and how to call it."""
+
+    fn: Handler
+    ctx_param: str | None
+    params: list[inspect.Parameter]
+    accepts_kwargs: bool
+    #: Resolved annotations (``Annotated`` kept), by parameter name and ``"return"``.
+    hints: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def of(cls, fn: Handler) -> HandlerSpec:
+        sig = inspect.signature(fn)
+        hints = _hints(fn)
+        ctx_param = None
+        params: list[inspect.Parameter] = []
+        accepts_kwargs = False
+        for p in sig.parameters.values():
+            if p.kind is p.VAR_KEYWORD:
+                accepts_kwargs = True
+                continue
+            if p.kind is p.VAR_POSITIONAL:
+                continue
+            ann = hints.get(p.name, p.annotation)
+            if ann is Context or (isinstance(ann, str) and ann.split(".")[-1] == "Context") \
+                    or (ann is inspect.Parameter.empty and p.name in ("ctx", "context")):
+                ctx_param = p.name
+                continue
+            params.append(p)
+        return cls(fn, ctx_param, params, accepts_kwargs, hints)
+
+    async def call(self, ctx: Context, kwargs: dict[str, Any]) -> Any:
+        if self.ctx_param is not None:
+            kwargs = {**kwargs, self.ctx_param: ctx}
+        result = call_handler(self.fn, kwargs)  # a plain def: in the transport's pool
+        if type(result) is types.CoroutineType or (
+                type(result) not in _PLAIN and inspect.isawaitable(result)):
+            result = await result
+        return result
+
+    def input_schema(self) -> dict[str, Any]:
+        """A JSON Schema for the function's parameters (for tools declared without one)."""
+        return input_schema_for(self)
+
+
+def _hints(fn: Handler) -> dict[str, Any]:
+    """``fn``'s resolved annotations.  One that cannot be resolved (a class local to a
+    function, under ``from __future__ import annotations``) is kept as its string, which
+    a tool's schema builder then refuses by name."""
+    try:
+        return typing.get_type_hints(fn, include_extras=True)
+    except Exception:
+        pass
+    out: dict[str, Any] = {}
+    globalns = getattr(fn, "__globals__", {})
+    for name, ann in getattr(fn, "__annotations__", {}).items():
+        try:
+            out[name] = typing.get_type_hints(
+                _Probe(ann), globalns=globalns, include_extras=True)["x"]
+        except Exception:
+            out[name] = ann
+    return out
+
+
+class _Probe:
+    """An object whose only annotation is ``x``, for resolving one annotation."""
+
+    def __init__(self, ann: Any) -> None:
+        self.__annotations__ = {"x": ann}
 
 
 def input_schema_for(spec: HandlerSpec) -> dict[str, Any]:
@@ -237,3 +319,35 @@ def _scalar_properties(schema: dict[str, Any]) -> bool:
             isinstance(t, list) and set(t) <= _SCALAR_TYPES)
     return all(scalar(s) for s in props.values())
 
+
+class OutputError(Exception):
+    """A tool result that breaks the tool's own output contract (a server-side bug)."""
+
+
+def tool_result(raw: Any, contract: ToolContract) -> dict[str, Any]:
+    """The ``tools/call`` result for ``raw``; :class:`OutputError` when it breaks the
+    tool's ``outputSchema``."""
+    if contract.output is None:
+        try:
+            return plain_tool_result(raw)
+        except TypeError as exc:  # a value with no JSON form
+            raise OutputError(str(exc)) from None
+    if not contract.typed_output and isinstance(raw, dict) \
+            and ("content" in raw or "structuredContent" in raw):
+        result = dict(raw)
+        result.setdefault("content", [])
+        if result.get("isError") is True:
+            return result
+        if "structuredContent" not in result:
+            raise OutputError("the result has no structuredContent")
+        problem = contract.output(result["structuredContent"])
+    else:
+        try:
+            structured, problem = contract.structured(raw)
+        except TypeError as exc:
+            raise OutputError(str(exc)) from None
+        result = {"content": [text(jsonio.dumps_str(structured))],
+                  "structuredContent": structured}
+    if problem is not None:
+        raise OutputError(problem)
+    return result

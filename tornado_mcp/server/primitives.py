@@ -7,100 +7,14 @@ prompt's arguments, and whether the handler wants the request :class:`Context`.
 
 from __future__ import annotations
 
-import inspect
-import types
-import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..protocol.uritemplate import UriTemplate
-from .context import Context
-from .contract import ToolContract, input_schema_for
-from .results import audio, embedded_resource, image, resource_link, text
-from .sync_handlers import call_handler
+from .contract import HandlerSpec, ToolContract
 
-Handler = Callable[..., Any]
-
-__all__ = ["Handler", "HandlerSpec", "Prompt", "PromptArgument", "Resource",
-           "ResourceTemplate", "Tool", "audio", "embedded_resource", "image",
-           "resource_link", "text"]
-
-
-#: Result types that are never awaitable: skip the (slower) general check for them.
-_PLAIN = frozenset({str, dict, list, bytes, int, float, bool, type(None)})
-
-
-@dataclass
-class HandlerSpec:
-    """A user function and how to call it."""
-
-    fn: Handler
-    ctx_param: str | None
-    params: list[inspect.Parameter]
-    accepts_kwargs: bool
-    #: Resolved annotations (``Annotated`` kept), by parameter name and ``"return"``.
-    hints: dict[str, Any] = field(default_factory=dict, repr=False)
-
-    @classmethod
-    def of(cls, fn: Handler) -> HandlerSpec:
-        sig = inspect.signature(fn)
-        hints = _hints(fn)
-        ctx_param = None
-        params: list[inspect.Parameter] = []
-        accepts_kwargs = False
-        for p in sig.parameters.values():
-            if p.kind is p.VAR_KEYWORD:
-                accepts_kwargs = True
-                continue
-            if p.kind is p.VAR_POSITIONAL:
-                continue
-            ann = hints.get(p.name, p.annotation)
-            if ann is Context or (isinstance(ann, str) and ann.split(".")[-1] == "Context") \
-                    or (ann is inspect.Parameter.empty and p.name in ("ctx", "context")):
-                ctx_param = p.name
-                continue
-            params.append(p)
-        return cls(fn, ctx_param, params, accepts_kwargs, hints)
-
-    async def call(self, ctx: Context, kwargs: dict[str, Any]) -> Any:
-        if self.ctx_param is not None:
-            kwargs = {**kwargs, self.ctx_param: ctx}
-        result = call_handler(self.fn, kwargs)  # a plain def: in the transport's pool
-        if type(result) is types.CoroutineType or (
-                type(result) not in _PLAIN and inspect.isawaitable(result)):
-            result = await result
-        return result
-
-    def input_schema(self) -> dict[str, Any]:
-        """A JSON Schema for the function's parameters (for tools declared without one)."""
-        return input_schema_for(self)
-
-
-def _hints(fn: Handler) -> dict[str, Any]:
-    """``fn``'s resolved annotations.  One that cannot be resolved (a class local to a
-    function, under ``from __future__ import annotations``) is kept as its string, which
-    a tool's schema builder then refuses by name."""
-    try:
-        return typing.get_type_hints(fn, include_extras=True)
-    except Exception:
-        pass
-    out: dict[str, Any] = {}
-    globalns = getattr(fn, "__globals__", {})
-    for name, ann in getattr(fn, "__annotations__", {}).items():
-        try:
-            out[name] = typing.get_type_hints(
-                _Probe(ann), globalns=globalns, include_extras=True)["x"]
-        except Exception:
-            out[name] = ann
-    return out
-
-
-class _Probe:
-    """An object whose only annotation is ``x``, for resolving one annotation."""
-
-    def __init__(self, ann: Any) -> None:
-        self.__annotations__ = {"x": ann}
+__all__ = ["Prompt", "PromptArgument", "Resource", "ResourceTemplate", "Tool"]
 
 
 def _drop_none(d: dict[str, Any]) -> dict[str, Any]:

@@ -20,17 +20,9 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..protocol import PROMPTS_GET, RESOURCES_READ, TOOLS_CALL
-from .builtins import BUILTIN
-from .primitives import (
-    Handler,
-    HandlerSpec,
-    Prompt,
-    PromptArgument,
-    Resource,
-    ResourceTemplate,
-    Tool,
-)
+from ..protocol import PROMPTS_GET, RESOURCES_READ, SERVER_METHODS, TOOLS_CALL
+from .contract import Handler, HandlerSpec
+from .primitives import Prompt, PromptArgument, Resource, ResourceTemplate, Tool
 from .scopes import ScopeRules
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -272,9 +264,51 @@ class Registry:
         return register
 
     def add_method(self, name: str, fn: Handler) -> None:
-        if name in BUILTIN or name in self._methods or name.startswith("notifications/"):
+        if name in SERVER_METHODS or name in self._methods or name.startswith("notifications/"):
             raise ValueError(f"method {name!r} is already defined")
         self._methods[name] = HandlerSpec.of(fn)
+
+    # -- the read API (what the built-in methods serve) --------------------------------------
+    def get_prompt(self, name: str) -> Prompt | None:
+        return self._prompts.get(name)
+
+    def get_resource(self, uri: str) -> Resource | None:
+        return self._resources.get(uri)
+
+    def match_template(self, uri: str) -> tuple[ResourceTemplate, dict[str, str]] | None:
+        """The first resource template matching ``uri``, with its variables."""
+        for tpl in self._templates.values():
+            variables = tpl.template.match(uri)
+            if variables is not None:
+                return tpl, variables
+        return None
+
+    def listing(self, kind: str) -> list[dict[str, Any]]:
+        """What ``tools/list`` (``kind`` "tools"), ``resources/list`` ("resources"),
+        ``resources/templates/list`` ("templates") or ``prompts/list`` ("prompts") show, in
+        order of registration; kept until the next change of that kind."""
+        cached: list[dict[str, Any]] | None = self._cache.get(kind)
+        if cached is None:
+            kinds: dict[str, dict[str, Any]] = {
+                "tools": self._tools, "resources": self._resources,
+                "templates": self._templates, "prompts": self._prompts}
+            cached = self._cache[kind] = [i.describe() for i in kinds[kind].values()]
+        return cached
+
+    @property
+    def completion_handler(self) -> HandlerSpec | None:
+        """The :meth:`completion` handler, if one is registered."""
+        return self._completion
+
+    @property
+    def subscribe_handler(self) -> HandlerSpec | None:
+        """The :meth:`on_subscribe` handler, if one is registered."""
+        return self._subscribe
+
+    @property
+    def unsubscribe_handler(self) -> HandlerSpec | None:
+        """The :meth:`on_unsubscribe` handler, if one is registered."""
+        return self._unsubscribe
 
     def _changed(self, kind: str) -> None:
         self._cache.pop(kind, None)

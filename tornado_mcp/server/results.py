@@ -4,7 +4,8 @@ A tool may return a string (one text block), a content block or a list of them, 
 result dict (with ``content`` and/or ``structuredContent``), ``None``, or data.  Data from
 a tool with an ``outputSchema`` (declared, or derived from its return annotation) becomes
 ``structuredContent``, validated against the schema, with its JSON text mirrored in a text
-block for clients that predate structured output::
+block for clients that predate structured output (that shaping checks the tool's contract,
+so it is :func:`tornado_mcp.server.contract.tool_result`)::
 
     @server.tool()
     def add(a: int, b: int) -> int:
@@ -16,13 +17,10 @@ block for clients that predate structured output::
 from __future__ import annotations
 
 import base64
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..protocol import jsonio
 from ..schema.convert import to_json
-
-if TYPE_CHECKING:
-    from .contract import ToolContract
 
 
 def text(value: str) -> dict[str, Any]:
@@ -70,39 +68,6 @@ def resource_link(uri: str, name: str, *, title: str | None = None,
 
 def _b64(data: bytes | str) -> str:
     return data if isinstance(data, str) else base64.b64encode(data).decode()
-
-
-class OutputError(Exception):
-    """A tool result that breaks the tool's own output contract (a server-side bug)."""
-
-
-def tool_result(raw: Any, contract: ToolContract) -> dict[str, Any]:
-    """The ``tools/call`` result for ``raw``; :class:`OutputError` when it breaks the
-    tool's ``outputSchema``."""
-    if contract.output is None:
-        try:
-            return plain_tool_result(raw)
-        except TypeError as exc:  # a value with no JSON form
-            raise OutputError(str(exc)) from None
-    if not contract.typed_output and isinstance(raw, dict) \
-            and ("content" in raw or "structuredContent" in raw):
-        result = dict(raw)
-        result.setdefault("content", [])
-        if result.get("isError") is True:
-            return result
-        if "structuredContent" not in result:
-            raise OutputError("the result has no structuredContent")
-        problem = contract.output(result["structuredContent"])
-    else:
-        try:
-            structured, problem = contract.structured(raw)
-        except TypeError as exc:
-            raise OutputError(str(exc)) from None
-        result = {"content": [text(jsonio.dumps_str(structured))],
-                  "structuredContent": structured}
-    if problem is not None:
-        raise OutputError(problem)
-    return result
 
 
 def plain_tool_result(raw: Any) -> dict[str, Any]:

@@ -24,9 +24,13 @@ from typing import Any
 from ..protocol import (
     COMPLETION_COMPLETE,
     PROMPTS_GET,
+    PROMPTS_LIST,
+    RESOURCES_LIST,
     RESOURCES_READ,
     RESOURCES_SUBSCRIBE,
+    RESOURCES_TEMPLATES_LIST,
     TOOLS_CALL,
+    TOOLS_LIST,
 )
 from ..protocol.auth_errors import AuthError, insufficient, missing
 from ..protocol.identity import Principal
@@ -34,10 +38,10 @@ from ..protocol.uritemplate import UriTemplate
 
 #: list method -> (result key, the item field naming it, the call method it lists for)
 LISTS = {
-    "tools/list": ("tools", "name", TOOLS_CALL),
-    "prompts/list": ("prompts", "name", PROMPTS_GET),
-    "resources/list": ("resources", "uri", RESOURCES_READ),
-    "resources/templates/list": ("resourceTemplates", "uriTemplate", RESOURCES_READ),
+    TOOLS_LIST: ("tools", "name", TOOLS_CALL),
+    PROMPTS_LIST: ("prompts", "name", PROMPTS_GET),
+    RESOURCES_LIST: ("resources", "uri", RESOURCES_READ),
+    RESOURCES_TEMPLATES_LIST: ("resourceTemplates", "uriTemplate", RESOURCES_READ),
 }
 
 

@@ -34,10 +34,12 @@ from ..protocol import (
     RESOURCES_UPDATED,
 )
 from ..protocol.errors import MCPError, method_not_found
-from .builtins import BUILTIN, LEGACY_INPUT_ROUNDS, MAX_COMPLETION_VALUES, input_required
+from .builtins import BUILTIN, MAX_COMPLETION_VALUES, input_required
 from .context import Context
-from .input import NeedsInput, RequestStateCodec
+from .input import MAX_INPUT_ROUNDS as LEGACY_INPUT_ROUNDS
+from .input import NeedsInput
 from .registry import Registry
+from .request_state import RequestStateCodec
 from .session import Session
 from .subscriptions import (
     MAX_SUBSCRIPTION_URI_BYTES,

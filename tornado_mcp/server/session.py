@@ -20,8 +20,7 @@ from ..protocol import jsonio
 from ..protocol.identity import ANONYMOUS, Principal
 
 if TYPE_CHECKING:
-    from ..transport.sse import SSEChannel
-    from .context import Context
+    from .channels import Cancellable, SessionStream
 
 
 class Session:
@@ -62,8 +61,8 @@ class Session:
         self.created_at = time.time()
         self.last_active = time.monotonic()
         self.log_level: str | None = None
-        self.get_channel: SSEChannel | None = None
-        self.in_flight: dict[Any, Context] = {}
+        self.get_channel: SessionStream | None = None
+        self.in_flight: dict[Any, Cancellable] = {}
         self.pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self.notifier: Callable[[Session, str, dict[str, Any] | None], bool] | None = None
         #: Who opened the session; only that caller may use it (see :mod:`tornado_mcp.auth`).

@@ -30,6 +30,7 @@ from ..introspection import ClusterSnapshot, ProcessInfo, Snapshot
 from ..options import TransportOptions
 from ..protocol import LEGACY_VERSIONS, MODERN_VERSIONS, Refusal, jsonio
 from ..protocol.identity import ANONYMOUS, Principal
+from ..server.channels import SessionStream
 from ..server.server import Server
 from ..server.session import Session
 from ..tasks.store import TaskStore
@@ -315,7 +316,7 @@ class Transport:
         if self._reaper is not None:
             self._reaper.stop()
             self._reaper = None
-        channels: list[StreamChannel] = []
+        channels: list[StreamChannel | SessionStream] = []
         for stream in self.hub:
             self.hub.remove(stream)
             stream.channel.close(stream.final_result())
