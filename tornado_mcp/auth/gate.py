@@ -40,7 +40,7 @@ async def authenticate(h: MCPHandler) -> Principal:
         if token is not None:
             try:
                 principal = await oauth.verifier.verify(
-                    token, oauth.resource_url(h.request, h.request.path))
+                    token, oauth.resource_url())
             except InvalidToken as exc:
                 raise invalid(str(exc)) from None
             except Exception as exc:  # a verifier's bug is a refused token, never a 500

@@ -9,8 +9,8 @@ Needs the ``oauth`` extra (``pip install 'tornado-mcp[oauth]'``).  A token is ac
   unknown ``kid``, at most once per ``refresh_interval``, so key rotation works and a
   stream of made-up ``kid`` values cannot turn into a stream of fetches);
 * the signature verifies, ``iss`` is the issuer, ``aud`` holds the audience (the
-  endpoint's own URL by default: RFC 8707, a token for another resource is refused, never
-  passed on), ``exp`` is in the future and ``nbf``/``iat`` are not (``leeway`` seconds of
+  configured resource URL by default: RFC 8707, a token for another resource is refused,
+  never passed on), ``exp`` is in the future and ``nbf``/``iat`` are not (``leeway`` seconds of
   clock skew allowed).
 
 The JWKS is fetched with Tornado's :class:`~tornado.httpclient.AsyncHTTPClient` (never
@@ -54,8 +54,8 @@ FORBIDDEN_ALGORITHMS = frozenset({"none", "HS256", "HS384", "HS512"})
 class JWTVerifier:
     """A :class:`~tornado_mcp.auth.TokenVerifier` for JWTs signed by ``issuer``.
 
-    ``audience``: what ``aud`` must hold; ``None`` (the default) means the endpoint's own
-    canonical URL.  ``max_keys`` bounds the keys kept from the JWKS; ``refresh_interval``
+    ``audience``: what ``aud`` must hold; ``None`` (the default) means the resource's
+    configured canonical URL.  ``max_keys`` bounds the keys kept from the JWKS; ``refresh_interval``
     is the least time between two fetches of it.
     """
 

@@ -10,7 +10,8 @@ itself holds no token.  Negative answers are cached too, so one bad token is ask
 once per TTL.
 
 A token is accepted when the answer says ``active``, its ``aud`` holds the audience (the
-endpoint's own URL by default; RFC 8707) and, when ``issuer`` is given, its ``iss`` is it.
+configured resource URL by default; RFC 8707) and, when ``issuer`` is given, its ``iss``
+is it.
 """
 
 from __future__ import annotations
