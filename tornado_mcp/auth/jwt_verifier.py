@@ -47,6 +47,9 @@ log = logging.getLogger("tornado_mcp.auth")
 #: Signature algorithms accepted unless told otherwise: asymmetric only.
 DEFAULT_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512",
                       "ES256", "ES384", "ES512", "EdDSA")
+#: PyJWT >= 2.10 checks that ``sub`` is a string (older ones leave it to us).
+_InvalidSubject: type[Exception] = getattr(jwt.exceptions, "InvalidSubjectError",
+                                           type("_NeverRaised", (Exception,), {}))
 #: Algorithms that are never allowed, whatever the configuration says.
 FORBIDDEN_ALGORITHMS = frozenset({"none", "HS256", "HS384", "HS512"})
 
@@ -137,6 +140,8 @@ class JWTVerifier:
             raise InvalidToken("token issuer is not trusted") from None
         except jwt.MissingRequiredClaimError as exc:
             raise InvalidToken(f"token lacks the {exc.claim} claim") from None
+        except _InvalidSubject:
+            raise InvalidToken("token sub claim is not a non-empty string") from None
         except jwt.InvalidSignatureError:
             raise InvalidToken("token signature does not verify") from None
         except jwt.PyJWTError:

@@ -112,7 +112,10 @@ class IntrospectionVerifier:
             return "token audience is not this resource", exp_f
         if self.issuer is not None and data.get("iss") != self.issuer:
             return "token issuer is not trusted", exp_f
-        return principal_of(data), exp_f
+        try:
+            return principal_of(data), exp_f
+        except InvalidToken as exc:
+            return str(exc), exp_f
 
 
 def _answer(outcome: Principal | str) -> Principal:
