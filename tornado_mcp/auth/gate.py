@@ -45,9 +45,9 @@ async def authenticate(h: MCPHandler) -> Principal:
                 raise invalid(str(exc)) from None
             except Exception as exc:  # a verifier's bug is a refused token, never a 500
                 # Its type only: the message or traceback of a failing verifier may hold
-                # the token.
-                log.error("token verifier %s raised %s", type(oauth.verifier).__name__,
-                          type(exc).__name__)
+                # the token.  It fails so for every token that trips it: one line a minute.
+                oauth.verifier_errors.log(logging.ERROR, "token verifier %s raised %s",
+                                          type(oauth.verifier).__name__, type(exc).__name__)
                 raise invalid("token could not be verified") from None
             if not principal.has_scopes(*oauth.required_scopes):
                 raise insufficient(oauth.required_scopes)

@@ -15,6 +15,7 @@ are verified, and what the endpoint is called; the transport then
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +23,7 @@ from urllib.parse import urlsplit
 
 from ..protocol import WELL_KNOWN_PROTECTED_RESOURCE
 from .errors import AuthError
+from .quietlog import Throttled
 from .verifier import TokenVerifier
 
 
@@ -45,9 +47,12 @@ class OAuthResource:
     resource_name: str | None = None
     resource_documentation: str | None = None
     extra_metadata: dict[str, Any] = field(default_factory=dict)
+    #: Where a verifier that raises (a bug, never a bad token) is logged, throttled.
+    verifier_errors: Throttled = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.resource = canonical_resource(self.resource)
+        self.verifier_errors = Throttled(logging.getLogger("tornado_mcp.auth"))
 
     @classmethod
     def jwt(cls, issuer: str, jwks_url: str, audience: str | None = None,
