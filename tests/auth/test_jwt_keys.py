@@ -15,7 +15,7 @@ import pytest
 from authz_server import authorization_server
 from cryptography.hazmat.primitives.asymmetric import ec
 from mcp_http import Running, loopback_sockets, running
-from oauth_support import OAuthSetup, TOOLS, mint, protected_server
+from oauth_support import TOOLS, OAuthSetup, mint, protected_server
 
 from tornado_mcp.auth import OAuthResource
 from tornado_mcp.auth.jwt_verifier import JWTVerifier

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import AuthError, InvalidToken
+from .errors import AuthError, InvalidToken, VerifierBusy
 from .resource import OAuthResource
 from .scopes import ScopeRules
 from .token_introspection import IntrospectionVerifier
@@ -36,6 +36,7 @@ __all__ = [
     "OAuthResource",
     "ScopeRules",
     "TokenVerifier",
+    "VerifierBusy",
 ]
 
 

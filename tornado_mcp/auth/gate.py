@@ -20,7 +20,15 @@ from typing import TYPE_CHECKING
 
 from ..identity import ANONYMOUS, Principal
 from ..protocol import HEADER_AUTHORIZATION, Refusal
-from .errors import AuthError, InvalidToken, insufficient, invalid, missing
+from .errors import (
+    AuthError,
+    InvalidToken,
+    VerifierBusy,
+    insufficient,
+    invalid,
+    missing,
+    unavailable,
+)
 
 if TYPE_CHECKING:
     from ..transport.handler import MCPHandler
@@ -43,6 +51,8 @@ async def authenticate(h: MCPHandler) -> Principal:
                     token, oauth.resource_url())
             except InvalidToken as exc:
                 raise invalid(str(exc)) from None
+            except VerifierBusy as exc:
+                raise unavailable(str(exc)) from None
             except Exception as exc:  # a verifier's bug is a refused token, never a 500
                 # Its type only: the message or traceback of a failing verifier may hold
                 # the token.  It fails so for every token that trips it: one line a minute.

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 import tornado.web
 
 from .. import jsonio
-from ..auth.errors import AuthError
+from ..auth.errors import RETRY_AFTER_BUSY, AuthError
 from ..auth.gate import authenticate
 from ..auth.resource import OAuthResource
-from ..protocol import HEADER_WWW_AUTHENTICATE, INVALID_REQUEST
+from ..protocol import HEADER_RETRY_AFTER, HEADER_WWW_AUTHENTICATE, INVALID_REQUEST
 from .jsonrpc import Reply
 
 if TYPE_CHECKING:
@@ -29,7 +29,9 @@ def refuse(h: MCPHandler, exc: AuthError) -> None:
     resource, the ``WWW-Authenticate`` challenge. Counted under ``exc.kind``."""
     h.write_reply(Reply(exc.status, INVALID_REQUEST, exc.message, refusal=exc.kind))
     oauth = h.transport.oauth
-    if oauth is not None:
+    if exc.status == 503:  # not judged: try again soon, the same token
+        h.set_header(HEADER_RETRY_AFTER, str(RETRY_AFTER_BUSY))
+    elif oauth is not None:
         h.set_header(HEADER_WWW_AUTHENTICATE, oauth.challenge(h.request, h.request.path, exc))
     log.info("%d %s %s (%s): %s", exc.status, h.request.method, h.request.path,
              h.request.remote_ip, exc.description)
