@@ -39,6 +39,7 @@ from tornado.httpclient import HTTPClientError, HTTPRequest
 from ..identity import Principal
 from .errors import InvalidToken, VerifierBusy
 from .http import fetch
+from .quietlog import Throttled
 from .verifier import audiences_of, principal_of
 
 log = logging.getLogger("tornado_mcp.auth")
@@ -64,6 +65,7 @@ class IntrospectionVerifier:
         self._slots = asyncio.Semaphore(max_concurrent)
         # sha256 key -> the one introspection in flight for it, shared by its waiters
         self._flights: dict[bytes, asyncio.Future[tuple[Principal | str, float | None]]] = {}
+        self._failures = Throttled(log)  # one line a minute, however many tokens fail
         #: Introspection requests in flight now, and tokens waiting for a slot.
         self.in_flight = 0
         self.waiting = 0
@@ -154,7 +156,8 @@ class IntrospectionVerifier:
             resp = await fetch(req, self.max_response_bytes)
             data = json.loads(resp.body)
         except (HTTPClientError, OSError, ValueError) as exc:
-            log.warning("token introspection at %s failed: %s", self.endpoint, exc)
+            self._failures.log(logging.WARNING, "token introspection at %s failed: %s",
+                               self.endpoint, exc)
             raise InvalidToken("token could not be verified") from None
         if not isinstance(data, dict) or data.get("active") is not True:
             return "token is not active", None

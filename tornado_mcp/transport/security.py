@@ -36,8 +36,9 @@ _PORT = re.compile(r"[0-9]{1,5}")
 
 def parse_host(value: str) -> tuple[str, str | None] | None:
     """``(host, port)`` of a lower-cased ``Host`` value (``host`` keeps an IPv6 literal's
-    brackets, in its shortest form; ``port`` is ``None`` when absent), or ``None`` when the value is not
-    ``[IPv6]``, ``[IPv6]:port``, ``name`` or ``name:port`` with a numeric port."""
+    brackets, in its shortest form; ``port`` is ``None`` when absent), or ``None`` when
+    the value is not ``[IPv6]``, ``[IPv6]:port``, ``name`` or ``name:port`` with a
+    numeric port."""
     if value.startswith("["):
         end = value.find("]")
         if end < 0:
