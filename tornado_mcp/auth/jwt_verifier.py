@@ -85,7 +85,7 @@ class _Key(NamedTuple):
         if self.alg is not None and self.alg != alg:
             return False
         need = _KEY_OF.get(alg)
-        if need is None:  # an algorithm we have no rule for: the JWK's own alg decided
+        if need is None:  # no rule for it: left to PyJWT, whose errors are a 401 too
             return True
         return self.kty == need[0] and (need[1] is None or self.crv == need[1])
 
