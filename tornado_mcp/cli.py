@@ -17,6 +17,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import tornado.httpserver
+import tornado.netutil
 import tornado.web
 
 from .auth.resource import OAuthResource
@@ -79,7 +81,9 @@ def add_option_flags(parser: argparse.ArgumentParser) -> None:
     oauth.add_argument("--oauth-jwks-url", default=None, metavar="URL",
                        help="the issuer's JWKS (default: ISSUER/.well-known/jwks.json)")
     oauth.add_argument("--oauth-audience", default=None, metavar="AUD",
-                       help="the audience tokens must name (default: the endpoint's own URL)")
+                       help="the audience tokens must name, the endpoint's canonical URL "
+                            "(default: http://HOST:PORT/PATH of the bound address; "
+                            "required when --host is a wildcard address)")
     oauth.add_argument("--oauth-scopes", default=None, metavar="LIST",
                        help="comma-separated scopes every request needs")
     group = parser.add_argument_group("transport options ('none' removes a bound)")
@@ -145,8 +149,18 @@ async def _serve(server: Server, options: TransportOptions, args: argparse.Names
         from .cluster.task_store import RedisTaskStore
         task_store = RedisTaskStore(args.redis_url)
         event_store = RedisEventStore(args.redis_url)  # resumable streams' events
+    # Bound first: the OAuth audience defaults to the endpoint's URL on the bound address
+    # (configuration, never a request's Host header), and port 0 is known only now.
+    sockets = tornado.netutil.bind_sockets(args.port, address=args.host, backlog=args.backlog)
+    port = sockets[0].getsockname()[1]
+    try:
+        oauth = oauth_from_args(args, f"http://{_display(args.host)}:{port}{args.path}")
+    except SystemExit:
+        for sock in sockets:
+            sock.close()
+        raise
     transport = Transport(server, options=options, task_store=task_store,
-                          event_store=event_store, oauth=oauth_from_args(args))
+                          event_store=event_store, oauth=oauth)
     routes: list[Any] = [*transport.routes(args.path)]
     if extra_routes is not None:
         routes.extend(extra_routes(transport))
@@ -162,11 +176,8 @@ async def _serve(server: Server, options: TransportOptions, args: argparse.Names
                           f"  (token: {shown})")
     app = tornado.web.Application(routes)
     xheaders = bool(getattr(args, "xheaders", False))  # a trusted proxy's X-Forwarded-*
-    http = app.listen(args.port, address=args.host, xheaders=xheaders,
-                      backlog=args.backlog, **http_server_bounds(args))
-    port = args.port
-    if port == 0:
-        port = next(iter(http._sockets.values())).getsockname()[1]
+    http = tornado.httpserver.HTTPServer(app, xheaders=xheaders, **http_server_bounds(args))
+    http.add_sockets(sockets)
     cluster = None
     if args.redis_url:
         from .cluster import Cluster
@@ -194,11 +205,19 @@ def _display(host: str) -> str:
     return "127.0.0.1" if host in ("", "0.0.0.0") else (f"[{host}]" if ":" in host else host)
 
 
-def oauth_from_args(args: argparse.Namespace) -> OAuthResource | None:
-    """The JWT resource server ``--oauth-issuer`` and friends describe, if any."""
+def oauth_from_args(args: argparse.Namespace, bound_url: str) -> OAuthResource | None:
+    """The JWT resource server ``--oauth-issuer`` and friends describe, if any; its
+    audience is ``--oauth-audience``, else ``bound_url`` (the endpoint on the bound
+    address), which a wildcard ``--host`` cannot give."""
     issuer = getattr(args, "oauth_issuer", None)
     if not issuer:
         return None
+    audience = args.oauth_audience
+    if not audience and args.host in _WILDCARDS:
+        shown = args.host or "''"
+        print(f"error: --oauth-issuer with --host {shown} needs --oauth-audience "
+              "(the endpoint's public URL, which tokens must name)", file=sys.stderr)
+        raise SystemExit(2)
     try:
         import jwt  # noqa: F401
     except ImportError:
@@ -207,5 +226,8 @@ def oauth_from_args(args: argparse.Namespace) -> OAuthResource | None:
         raise SystemExit(2) from None
     jwks = args.oauth_jwks_url or issuer.rstrip("/") + "/.well-known/jwks.json"
     scopes = [s for s in (args.oauth_scopes or "").split(",") if s.strip()]
-    return OAuthResource.jwt(issuer, jwks, args.oauth_audience,
+    return OAuthResource.jwt(issuer, jwks, audience or bound_url,
                              required_scopes=[s.strip() for s in scopes])
+
+
+_WILDCARDS = frozenset({"", "0.0.0.0", "::", "[::]"})

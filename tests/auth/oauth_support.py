@@ -22,7 +22,7 @@ from mcp.shared.auth import (
     OAuthClientMetadata,
     OAuthToken,
 )
-from mcp_http import Running, example_server, running
+from mcp_http import Running, example_server, loopback_sockets, running
 
 from tornado_mcp import Context, Server
 from tornado_mcp.auth import OAuthResource
@@ -61,11 +61,15 @@ class OAuthSetup:
 @contextlib.asynccontextmanager
 async def oauth_setup(required: tuple[str, ...] = (TOOLS,), **options: Any
                       ) -> AsyncIterator[OAuthSetup]:
-    """A real authorization server, and our server trusting it for JWTs meant for our URL."""
+    """A real authorization server, and our server trusting it for JWTs meant for our URL
+    (configured from the address it is bound to, as a deployment configures its own)."""
     async with authorization_server() as authz:
-        oauth = OAuthResource.jwt(authz.issuer, authz.issuer + "/jwks",
+        sockets = loopback_sockets()
+        url = f"http://127.0.0.1:{sockets[0].getsockname()[1]}/mcp"
+        oauth = OAuthResource.jwt(authz.issuer, authz.issuer + "/jwks", audience=url,
                                   scopes_supported=[TOOLS, ADMIN], required_scopes=required)
-        async with running(protected_server(), oauth=oauth, **options) as srv:
+        async with running(protected_server(), oauth=oauth, sockets=sockets,
+                           **options) as srv:
             yield OAuthSetup(authz, srv)
 
 

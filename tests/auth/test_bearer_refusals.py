@@ -211,7 +211,8 @@ async def test_a_failing_verifier_refuses_the_token_and_never_answers_500(
     from mcp_http import example_server, running
 
     from tornado_mcp.auth import OAuthResource
-    oauth = OAuthResource(Broken(), authorization_servers=["http://127.0.0.1:1"])
+    oauth = OAuthResource(Broken(), authorization_servers=["http://127.0.0.1:1"],
+                          resource="http://127.0.0.1:1/mcp")
     async with running(example_server(), oauth=oauth) as srv:
         r = await call(srv, "some-token")
         assert r.status == 401

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..protocol.auth_errors import AuthError, InvalidToken
+from ..protocol.auth_errors import AuthError, InvalidToken, VerifierBusy
 from ..server.scopes import ScopeRules
 from .resource import OAuthResource
 from .token_introspection import IntrospectionVerifier
@@ -36,6 +36,7 @@ __all__ = [
     "OAuthResource",
     "ScopeRules",
     "TokenVerifier",
+    "VerifierBusy",
 ]
 
 

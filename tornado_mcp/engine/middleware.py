@@ -34,9 +34,9 @@ is set), and :class:`tornado_mcp.engine.otel.OpenTelemetry`, a span per request.
 
 from __future__ import annotations
 
+import heapq
 import math
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -53,8 +53,10 @@ if TYPE_CHECKING:
 #: What the chain ends in: the server's ``handle(method, params, ctx)``.
 Endpoint = Callable[[str, dict[str, Any], "Context"], Awaitable[dict[str, Any]]]
 
-#: Callers a :class:`RateLimit` keeps a bucket for at most; the least recently seen
-#: caller's bucket is dropped (it starts again full) when a new caller comes past it.
+#: Callers a :class:`RateLimit` keeps a bucket for at most.  A new caller past it takes the
+#: place of a bucket that has refilled completely (a full bucket is the same as a new one,
+#: so dropping it frees nobody early); when every bucket is still refilling, the new
+#: caller is refused until the first of them is full.
 MAX_RATE_BUCKETS = 10_000
 
 
@@ -142,6 +144,7 @@ class RateLimit:
     -32029 (``data.retryAfter``), HTTP 429 and ``Retry-After`` (whole seconds until a
     token is back).  The caller is the principal's subject when authenticated, else the
     client's address.  The option is read on every request, so a change applies at once.
+    At most ``max_buckets`` callers are tracked (see :data:`MAX_RATE_BUCKETS`).
     """
 
     def __init__(self, options: TransportOptions,
@@ -150,7 +153,12 @@ class RateLimit:
         self.options = options
         self.max_buckets = max_buckets
         self.clock = clock
-        self._buckets: OrderedDict[str, list[float]] = OrderedDict()  # key -> [tokens, at]
+        # key -> [tokens, at, full_at]: what the bucket held at ``at``, when it is full again
+        self._buckets: dict[str, list[float]] = {}
+        # (full_at, key), soonest full first; an entry whose full_at is no longer its
+        # bucket's is stale and skipped
+        self._full_at: list[tuple[float, str]] = []
+        self._limit: float | None = None
 
     def __len__(self) -> int:
         return len(self._buckets)
@@ -166,20 +174,54 @@ class RateLimit:
             return None
         now = self.clock()
         rate = limit / 60.0
+        if limit != self._limit:  # when each bucket is full again depends on the limit
+            self._limit = limit
+            self._reorder(limit, rate)
         buckets = self._buckets
         bucket = buckets.get(key)
         if bucket is None:
             if len(buckets) >= self.max_buckets:
-                buckets.popitem(last=False)
-            bucket = buckets[key] = [float(limit), now]
+                busy = self._drop_a_full_bucket(now)
+                if busy is not None:
+                    return busy
+            bucket = buckets[key] = [float(limit), now, now]
         else:
-            buckets.move_to_end(key)
             bucket[0] = min(float(limit), bucket[0] + (now - bucket[1]) * rate)
             bucket[1] = now
+        wait = None
         if bucket[0] >= 1.0:
             bucket[0] -= 1.0
+        else:
+            wait = (1.0 - bucket[0]) / rate
+        bucket[2] = now + (limit - bucket[0]) / rate
+        heapq.heappush(self._full_at, (bucket[2], key))
+        if len(self._full_at) > 2 * len(buckets) + 64:
+            self._reorder(limit, rate)  # drop the stale entries
+        return wait
+
+    def _drop_a_full_bucket(self, now: float) -> float | None:
+        """Drop the bucket that is full soonest if it is full now (``None``); otherwise
+        keep every bucket and answer the seconds until one is full."""
+        heap = self._full_at
+        while heap:
+            full_at, key = heap[0]
+            bucket = self._buckets.get(key)
+            if bucket is None or bucket[2] != full_at:
+                heapq.heappop(heap)  # stale
+                continue
+            if full_at > now:
+                return full_at - now
+            heapq.heappop(heap)
+            del self._buckets[key]
             return None
-        return (1.0 - bucket[0]) / rate
+        return None
+
+    def _reorder(self, limit: float, rate: float) -> None:
+        for bucket in self._buckets.values():
+            bucket[0] = min(float(limit), bucket[0])
+            bucket[2] = bucket[1] + (limit - bucket[0]) / rate
+        self._full_at = [(b[2], k) for k, b in self._buckets.items()]
+        heapq.heapify(self._full_at)
 
     async def __call__(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
         wait = self.take(self.key(ctx))

@@ -181,6 +181,8 @@ class Refusal(enum.StrEnum):
     MAX_BEARER_TOKEN_BYTES = "max_bearer_token_bytes"
     #: a valid credential without the scopes the endpoint, tool, resource or prompt needs,
     AUTH_INSUFFICIENT_SCOPE = "auth_insufficient_scope"
-    #: a legacy session used by a caller other than the one that opened it (answered 404).
+    #: a legacy session used by a caller other than the one that opened it (answered 404),
     AUTH_SESSION_MISMATCH = "auth_session_mismatch"
+    #: a token the verifier could not judge in time (its outbound bound full; 503).
+    AUTH_UNAVAILABLE = "auth_unavailable"
     FORWARD_IDLE_TIMEOUT = "forward_idle_timeout"

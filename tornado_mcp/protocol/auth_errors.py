@@ -22,6 +22,12 @@ class InvalidToken(Exception):
     """
 
 
+class VerifierBusy(Exception):
+    """A verifier could not judge a token now (its bound on calls to the authorization
+    server is full): the request is refused with 503 and ``Retry-After``, not 401, since
+    the token may be good."""
+
+
 class AuthError(Exception):
     """Authentication or authorization refused the request."""
 
@@ -37,12 +43,15 @@ class AuthError(Exception):
 
     @property
     def status(self) -> int:
+        if self.kind is Refusal.AUTH_UNAVAILABLE:
+            return 503
         return 403 if self.kind is Refusal.AUTH_INSUFFICIENT_SCOPE else 401
 
     @property
     def error(self) -> str | None:
-        """The RFC 6750 error code; none when no credential was offered (RFC 6750 §3.1)."""
-        if self.kind is Refusal.AUTH_MISSING:
+        """The RFC 6750 error code; none when no credential was offered (RFC 6750 §3.1),
+        nor when the token was not judged at all (503)."""
+        if self.kind in (Refusal.AUTH_MISSING, Refusal.AUTH_UNAVAILABLE):
             return None
         if self.kind is Refusal.AUTH_INSUFFICIENT_SCOPE:
             return "insufficient_scope"
@@ -51,13 +60,21 @@ class AuthError(Exception):
     @property
     def message(self) -> str:
         """The JSON-RPC error message."""
-        head = "Forbidden" if self.status == 403 else "Unauthorized"
+        head = {403: "Forbidden", 503: "Service unavailable"}.get(self.status, "Unauthorized")
         return f"{head}: {self.description}"
 
 
 def missing(description: str = "authentication required",
             scopes: Iterable[str] = ()) -> AuthError:
     return AuthError(Refusal.AUTH_MISSING, description, scopes)
+
+
+#: Seconds a client is told to wait after a 503 (``Retry-After``).
+RETRY_AFTER_BUSY = 1
+
+
+def unavailable(description: str) -> AuthError:
+    return AuthError(Refusal.AUTH_UNAVAILABLE, description)
 
 
 def invalid(description: str) -> AuthError:

@@ -22,20 +22,25 @@ class Principal:
 
     ``subject`` names the caller (a user name, a token's ``sub``); ``scopes`` are what it
     was granted; ``claims`` what its credential said (read-only); ``method`` how it was
-    authenticated (``"anonymous"``, ``"bearer"``, ``"host"``, ...).
+    authenticated (``"anonymous"``, ``"bearer"``, ``"host"``, ...); ``namespace``, when the
+    credential can name more than one kind of subject, which kind this one is (a bearer
+    token's ``"user"``, its ``sub``, or ``"client"``, a client acting for itself and named
+    by its ``client_id``), so that two kinds never make the same caller.
     """
 
     subject: str | None
     scopes: frozenset[str] = frozenset()
     claims: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
     method: str = "anonymous"
+    namespace: str = ""
 
     @classmethod
     def of(cls, subject: str, scopes: Iterable[str] = (), claims: Mapping[str, Any] | None = None,
-           method: str = "host") -> Principal:
+           method: str = "host", namespace: str = "") -> Principal:
         """A principal with ``scopes`` and a read-only copy of ``claims``."""
         return cls(subject, frozenset(scopes),
-                   types.MappingProxyType(dict(claims)) if claims else _EMPTY, method)
+                   types.MappingProxyType(dict(claims)) if claims else _EMPTY, method,
+                   namespace)
 
     @property
     def authenticated(self) -> bool:
@@ -43,10 +48,15 @@ class Principal:
 
     @property
     def caller(self) -> str:
-        """Who this is, as one string: the way of authenticating and the subject (a client
-        that stepped up to more scopes is the same caller); ``""`` for the anonymous one.
-        What sessions, tasks, sealed state and rate limits are bound to."""
-        return f"{self.method}:{self.subject}" if self.subject is not None else ""
+        """Who this is, as one string: the way of authenticating, the namespace if any, and
+        the subject (a client that stepped up to more scopes is the same caller); ``""``
+        for the anonymous one.  What sessions, tasks, sealed state and rate limits are
+        bound to."""
+        if self.subject is None:
+            return ""
+        if self.namespace:
+            return f"{self.method}:{self.namespace}:{self.subject}"
+        return f"{self.method}:{self.subject}"
 
     def has_scopes(self, *scopes: str) -> bool:
         """True when every one of ``scopes`` was granted."""

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 import tornado.web
 
 from ..auth.resource import OAuthResource
-from ..protocol import HEADER_WWW_AUTHENTICATE, INVALID_REQUEST, jsonio
-from ..protocol.auth_errors import AuthError
+from ..protocol import HEADER_RETRY_AFTER, HEADER_WWW_AUTHENTICATE, INVALID_REQUEST, jsonio
+from ..protocol.auth_errors import RETRY_AFTER_BUSY, AuthError
 from .gate import authenticate
 from .reply import Reply
 
@@ -29,7 +29,9 @@ def refuse(h: MCPHandler, exc: AuthError) -> None:
     h.write_reply(Reply(exc.status, INVALID_REQUEST, exc.message, exc.request_id,
                         refusal=exc.kind))
     oauth = h.transport.oauth
-    if oauth is not None:
+    if exc.status == 503:  # not judged: try again soon, the same token
+        h.set_header(HEADER_RETRY_AFTER, str(RETRY_AFTER_BUSY))
+    elif oauth is not None:
         h.set_header(HEADER_WWW_AUTHENTICATE, oauth.challenge(h.request, h.request.path, exc))
     log.info("%d %s %s (%s): %s", exc.status, h.request.method, h.request.path,
              h.request.remote_ip, exc.description)

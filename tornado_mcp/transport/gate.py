@@ -19,7 +19,15 @@ import re
 from typing import TYPE_CHECKING
 
 from ..protocol import HEADER_AUTHORIZATION, Refusal
-from ..protocol.auth_errors import AuthError, InvalidToken, insufficient, invalid, missing
+from ..protocol.auth_errors import (
+    AuthError,
+    InvalidToken,
+    VerifierBusy,
+    insufficient,
+    invalid,
+    missing,
+    unavailable,
+)
 from ..protocol.identity import ANONYMOUS, Principal
 
 if TYPE_CHECKING:
@@ -40,14 +48,16 @@ async def authenticate(h: MCPHandler) -> Principal:
         if token is not None:
             try:
                 principal = await oauth.verifier.verify(
-                    token, oauth.resource_url(h.request, h.request.path))
+                    token, oauth.resource_url())
             except InvalidToken as exc:
                 raise invalid(str(exc)) from None
+            except VerifierBusy as exc:
+                raise unavailable(str(exc)) from None
             except Exception as exc:  # a verifier's bug is a refused token, never a 500
                 # Its type only: the message or traceback of a failing verifier may hold
-                # the token.
-                log.error("token verifier %s raised %s", type(oauth.verifier).__name__,
-                          type(exc).__name__)
+                # the token.  It fails so for every token that trips it: one line a minute.
+                oauth.verifier_errors.log(logging.ERROR, "token verifier %s raised %s",
+                                          type(oauth.verifier).__name__, type(exc).__name__)
                 raise invalid("token could not be verified") from None
             if not principal.has_scopes(*oauth.required_scopes):
                 raise insufficient(oauth.required_scopes)
