@@ -2,8 +2,9 @@
 (no test extra: no pytest, Playwright, Jupyter or mypy), says what it is doing, and serves
 the demo; a second run finds its stamp current and installs nothing.
 
-The clone is a copy of the files git tracks (or would track) in this checkout, so it has
-no ``.venv``; its dependencies come from the configured index (or pip's cache).
+The clone is a copy of the files git tracks (or would track) in this checkout (without
+git: the tree minus what .gitignore names), so it has no ``.venv``; its dependencies come
+from the configured index (or pip's cache).
 """
 
 from __future__ import annotations
@@ -25,10 +26,19 @@ SET_UP_AND_SERVE_S = 300.0  # about 20 s with a warm pip cache; a cold one downl
 STEP = 10.0
 
 
+UNTRACKED = shutil.ignore_patterns(".git", ".venv", ".peers", "node_modules", "__pycache__",
+                                   "*.egg-info", "build", "dist", "site", "results",
+                                   ".*_cache")
+
+
 def fresh_clone(dest: Path) -> Path:
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
-                             "--exclude-standard"], cwd=REPO_ROOT, capture_output=True,
-                            timeout=30, check=True).stdout.decode()
+    try:
+        listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
+                                 "--exclude-standard"], cwd=REPO_ROOT, capture_output=True,
+                                timeout=30, check=True).stdout.decode()
+    except (OSError, subprocess.CalledProcessError):  # no git, or not a checkout it trusts
+        shutil.copytree(REPO_ROOT, dest, ignore=UNTRACKED)
+        return dest
     for name in filter(None, listed.split("\0")):
         source = REPO_ROOT / name
         if source.is_file():  # a file deleted but not yet committed is not in a clone
