@@ -152,10 +152,14 @@ class Client:
         return ToolResult(await self.request("tools/call", params))
 
     async def read_resource(self, uri: str) -> dict[str, Any]:
+        """Read the resource at ``uri``: the ``resources/read`` result (its ``contents``),
+        or :class:`RPCError`."""
         return await self.request("resources/read", {"uri": uri})
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None = None
                          ) -> dict[str, Any]:
+        """Get the prompt ``name`` with ``arguments``: the ``prompts/get`` result (its
+        ``messages``), or :class:`RPCError`."""
         return await self.request("prompts/get", {"name": name, "arguments": arguments or {}})
 
     async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -184,6 +188,7 @@ class Client:
         raise RPCError(0, f"no response to {method} (HTTP {status})", status=status)
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send one notification (a message without an id: it gets no JSON-RPC answer)."""
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = params

@@ -95,6 +95,9 @@ class JWTVerifier:
         return len(self._verified)
 
     async def verify(self, token: str, resource: str) -> Principal:
+        """The principal of a JWT signed by a key of the JWKS, unexpired, for its audience
+        (this resource unless ``audience`` is set) and from ``issuer``;
+        :class:`InvalidToken` (saying why) for any other."""
         key = hashlib.sha256(f"{resource}\0{token}".encode()).digest()
         hit = self._verified.get(key)
         if hit is not None:
