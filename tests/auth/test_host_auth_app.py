@@ -107,7 +107,7 @@ async def test_the_official_client_gets_in_with_the_apps_login_cookie() -> None:
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    async with app_running() as (example, base):
+    async with app_running() as (_example, base):
         http = httpx.AsyncClient(timeout=10)
         async with http:
             await http.get(f"{base}/login")  # exactly as docs/auth.md logs in
