@@ -25,7 +25,7 @@ from mcp.shared.auth import (
 from mcp_http import Running, example_server, running
 
 from tornado_mcp import Context, Server
-from tornado_mcp.auth import OAuthResource
+from tornado_mcp.auth import DPoP, OAuthResource
 
 TOOLS = "mcp:tools"
 ADMIN = "mcp:admin"
@@ -59,12 +59,15 @@ class OAuthSetup:
 
 
 @contextlib.asynccontextmanager
-async def oauth_setup(required: tuple[str, ...] = (TOOLS,), **options: Any
+async def oauth_setup(required: tuple[str, ...] = (TOOLS,), *, dpop: DPoP | None = None,
+                      resource: str | None = None, **options: Any
                       ) -> AsyncIterator[OAuthSetup]:
-    """A real authorization server, and our server trusting it for JWTs meant for our URL."""
+    """A real authorization server, and our server trusting it for JWTs meant for our URL
+    (or ``resource``), accepting DPoP-bound tokens when ``dpop`` is given."""
     async with authorization_server() as authz:
-        oauth = OAuthResource.jwt(authz.issuer, authz.issuer + "/jwks",
-                                  scopes_supported=[TOOLS, ADMIN], required_scopes=required)
+        oauth = OAuthResource.jwt(authz.issuer, authz.issuer + "/jwks", resource,
+                                  scopes_supported=[TOOLS, ADMIN], required_scopes=required,
+                                  dpop=dpop)
         async with running(protected_server(), oauth=oauth, **options) as srv:
             yield OAuthSetup(authz, srv)
 

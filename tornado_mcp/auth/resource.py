@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..protocol import WELL_KNOWN_PROTECTED_RESOURCE
+from .dpop import DPoP
 from .errors import AuthError
 from .verifier import TokenVerifier
 
@@ -33,6 +34,7 @@ class OAuthResource:
     which is only as trustworthy as the ``Host`` header (keep DNS-rebinding protection on,
     with ``allowed_hosts`` naming your public host names).  ``required_scopes``: what every
     request needs; per-tool scopes come on top (``@server.tool(scopes=[...])``).
+    ``dpop``: also accept DPoP-bound tokens (RFC 9449; see :class:`~tornado_mcp.auth.DPoP`).
     """
 
     verifier: TokenVerifier
@@ -43,6 +45,7 @@ class OAuthResource:
     resource_name: str | None = None
     resource_documentation: str | None = None
     extra_metadata: dict[str, Any] = field(default_factory=dict)
+    dpop: DPoP | None = None
 
     @classmethod
     def jwt(cls, issuer: str, jwks_url: str, audience: str | None = None,
@@ -88,6 +91,8 @@ class OAuthResource:
             doc["resource_name"] = self.resource_name
         if self.resource_documentation:
             doc["resource_documentation"] = self.resource_documentation
+        if self.dpop is not None:
+            doc.update(self.dpop.metadata())
         doc.update(self.extra_metadata)
         return doc
 
@@ -97,6 +102,9 @@ class OAuthResource:
         scopes = error.scopes or tuple(self.required_scopes)
         if scopes:
             parts.append(f'scope="{" ".join(scopes)}"')
+        if self.dpop is not None:
+            from .dpop_gate import challenge
+            return challenge(self.dpop, request, parts, error)
         if error.error is not None:
             parts.append(f'error="{error.error}"')
             parts.append(f'error_description="{_quoted(error.description)}"')

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import tornado.web
 
 from .. import jsonio
+from ..auth.dpop import HEADER_DPOP_NONCE
 from ..auth.errors import AuthError
 from ..auth.gate import authenticate
 from ..auth.resource import OAuthResource
@@ -31,6 +32,8 @@ def refuse(h: MCPHandler, exc: AuthError) -> None:
     oauth = h.transport.oauth
     if oauth is not None:
         h.set_header(HEADER_WWW_AUTHENTICATE, oauth.challenge(h.request, h.request.path, exc))
+        if oauth.dpop is not None and oauth.dpop.nonces:  # the nonce a retry needs
+            h.set_header(HEADER_DPOP_NONCE, oauth.dpop.nonce())
     log.info("%d %s %s (%s): %s", exc.status, h.request.method, h.request.path,
              h.request.remote_ip, exc.description)
     h.finish()
