@@ -17,8 +17,10 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import tornado.httpserver
 import tornado.web
 
+from . import unixsocket
 from .auth.resource import OAuthResource
 from .dashboard import dashboard_routes
 from .options import OPTION_SPECS, OptionError, TransportOptions
@@ -43,6 +45,9 @@ def add_option_flags(parser: argparse.ArgumentParser) -> None:
     """Add ``--host``, ``--port``, ``--path``, ``--admin-token``, and one flag per option."""
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default loopback)")
     parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--unix-socket", default=None, metavar="PATH",
+                        help="serve HTTP on this Unix domain socket (mode 0600, removed on "
+                             "shutdown) instead of TCP; --host and --port are then unused")
     parser.add_argument("--path", default="/mcp", help="where the MCP endpoint is mounted")
     parser.add_argument("--admin-token", default=None,
                         help="dashboard token (never printed; a random one is generated "
@@ -125,13 +130,28 @@ def serve(server: Server, args: argparse.Namespace,
             print("error: --uvloop needs uvloop (pip install 'tornado-mcp[speed]')",
                   file=sys.stderr)
             raise SystemExit(2) from None
-        uvloop.run(_serve(server, options, args, extra_routes))
-    else:
-        asyncio.run(_serve(server, options, args, extra_routes))
+    unix: tuple[socket.socket, int] | None = None
+    path: str = getattr(args, "unix_socket", None) or ""
+    if path:  # bound before anything starts: a bad path serves nothing
+        try:
+            unix = unixsocket.bind(path, args.backlog)
+        except unixsocket.UnixSocketError as exc:
+            print(f"error: --unix-socket {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
+    try:
+        if getattr(args, "uvloop", False):
+            uvloop.run(_serve(server, options, args, extra_routes, unix))
+        else:
+            asyncio.run(_serve(server, options, args, extra_routes, unix))
+    finally:
+        if unix is not None:
+            unix[0].close()
+            unixsocket.remove(path, unix[1])
 
 
 async def _serve(server: Server, options: TransportOptions, args: argparse.Namespace,
-                 extra_routes: Callable[[Transport], list[Any]] | None) -> None:
+                 extra_routes: Callable[[Transport], list[Any]] | None,
+                 unix: tuple[socket.socket, int] | None = None) -> None:
     task_store = None
     event_store = None
     if args.redis_url:  # tasks too are kept where every process sees them
@@ -152,24 +172,30 @@ async def _serve(server: Server, options: TransportOptions, args: argparse.Names
             routes.extend(admin_routes)
             # A generated token is printed (nobody else knows it); a given one never is.
             shown = "the --admin-token given" if args.admin_token else token
-            admin_line = (f"dashboard: http://{_display(args.host)}:{{port}}/admin/"
-                          f"  (token: {shown})")
+            admin_line = f"dashboard: {{base}}/admin/  (token: {shown})"
     app = tornado.web.Application(routes)
-    http = app.listen(args.port, address=args.host, xheaders=False,
-                      backlog=args.backlog, **http_server_bounds(args))
-    port = args.port
-    if port == 0:
-        port = next(iter(http._sockets.values())).getsockname()[1]
-    cluster = None
-    if args.redis_url:
-        from .cluster import Cluster
+    advertise: str | None = None
+    if unix is not None:  # the same app, on the Unix socket only
+        http = tornado.httpserver.HTTPServer(app, xheaders=False, **http_server_bounds(args))
+        http.add_socket(unix[0])
+        base = unixsocket.url(args.unix_socket, "")
+    else:
+        http = app.listen(args.port, address=args.host, xheaders=False,
+                          backlog=args.backlog, **http_server_bounds(args))
+        port = args.port
+        if port == 0:
+            port = next(iter(http._sockets.values())).getsockname()[1]
+        base = f"http://{_display(args.host)}:{port}"
         host = socket.getfqdn() if args.host in ("", "0.0.0.0", "::") else _display(args.host)
-        cluster = Cluster(transport, args.redis_url,
-                          advertise_url=f"http://{host}:{port}{args.path}")
+        advertise = f"http://{host}:{port}{args.path}"
+    cluster = None
+    if args.redis_url:  # a process on a Unix socket is no forwarding target (no URL)
+        from .cluster import Cluster
+        cluster = Cluster(transport, args.redis_url, advertise_url=advertise)
         await cluster.start()
-    print(f"MCP endpoint: http://{_display(args.host)}:{port}{args.path}", flush=True)
+    print(f"MCP endpoint: {base}{args.path}", flush=True)
     if admin_line:
-        print(admin_line.format(port=port), flush=True)
+        print(admin_line.format(base=base), flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
