@@ -21,6 +21,7 @@ import tornado.httpserver
 import tornado.web
 
 from . import unixsocket
+from .auth.dpop import DPoP
 from .auth.resource import OAuthResource
 from .dashboard import dashboard_routes
 from .options import OPTION_SPECS, OptionError, TransportOptions
@@ -81,6 +82,9 @@ def add_option_flags(parser: argparse.ArgumentParser) -> None:
                        help="the audience tokens must name (default: the endpoint's own URL)")
     oauth.add_argument("--oauth-scopes", default=None, metavar="LIST",
                        help="comma-separated scopes every request needs")
+    oauth.add_argument("--oauth-dpop", choices=("off", "on", "required"), default="off",
+                       help="accept DPoP-bound tokens (RFC 9449); 'required': only those "
+                            "(default: off; a DPoP-bound token is never accepted as Bearer)")
     group = parser.add_argument_group("transport options ('none' removes a bound)")
     for spec in OPTION_SPECS:
         default = spec.default
@@ -226,5 +230,7 @@ def oauth_from_args(args: argparse.Namespace) -> OAuthResource | None:
         raise SystemExit(2) from None
     jwks = args.oauth_jwks_url or issuer.rstrip("/") + "/.well-known/jwks.json"
     scopes = [s for s in (args.oauth_scopes or "").split(",") if s.strip()]
+    dpop_mode = getattr(args, "oauth_dpop", "off")
+    dpop = DPoP(required=dpop_mode == "required") if dpop_mode != "off" else None
     return OAuthResource.jwt(issuer, jwks, args.oauth_audience,
-                             required_scopes=[s.strip() for s in scopes])
+                             required_scopes=[s.strip() for s in scopes], dpop=dpop)

@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import base64
 import json
-import secrets
 import time
 from typing import Any
 
 import pytest
 from joserfc import jwt as jose_jwt
-from joserfc.jwk import ECKey, OctKey, OKPKey, RSAKey
-from mcp_http import MODERN, Running, modern_meta, result_of, rpc
-from oauth_support import ADMIN, TOOLS, OAuthSetup, mint, oauth_setup
+from joserfc.jwk import OctKey
+from mcp_http import LEGACY, MODERN, Running, init_msg, modern_meta, result_of, rpc
+from oauth_support import ADMIN, TOOLS, Holder, OAuthSetup, mint, oauth_setup
 from tornado.httputil import HTTPHeaders
 
 from tornado_mcp.auth import DPoP
@@ -33,36 +32,6 @@ ALGS = " ".join(DEFAULT_DPOP_ALGORITHMS)
 
 def b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-class Holder:
-    """A client's key pair and the proofs it signs (with joserfc)."""
-
-    def __init__(self, alg: str = "ES256") -> None:
-        self.alg = alg
-        self.key: ECKey | RSAKey | OKPKey
-        if alg.startswith("ES"):
-            self.key = ECKey.generate_key({"ES256": "P-256", "ES384": "P-384"}[alg])
-        elif alg == "EdDSA":
-            self.key = OKPKey.generate_key("Ed25519")
-        else:
-            self.key = RSAKey.generate_key(2048)
-        self.jkt = self.key.thumbprint()
-
-    def proof(self, htu: str, token: str, htm: str = "POST", *, iat: float | str | None = None,
-              header: dict[str, Any] | None = None, **claims: Any) -> str:
-        """A proof for ``htm htu`` presenting ``token``; ``claims`` and ``header`` override
-        the usual ones (``None`` leaves one out)."""
-        body: dict[str, Any] = {"jti": secrets.token_urlsafe(12), "htm": htm, "htu": htu,
-                                "iat": iat if isinstance(iat, str)
-                                else int(time.time() if iat is None else iat),
-                                "ath": token_hash(token)}
-        body.update(claims)
-        body = {k: v for k, v in body.items() if v is not None}
-        head = {"alg": self.alg, "typ": "dpop+jwt", "jwk": self.key.as_dict(private=False),
-                **(header or {})}
-        head = {k: v for k, v in head.items() if v is not None}
-        return jose_jwt.encode(head, body, self.key, algorithms=[self.alg])
 
 
 def bound_token(s: OAuthSetup, holder: Holder, **claims: Any) -> str:
@@ -393,3 +362,35 @@ def test_urls_are_compared_without_query_fragment_default_port_or_case() -> None
     assert normalise_url("http://h:8080/a/") == "http://h:8080/a/"
     with pytest.raises(ValueError):
         normalise_url("ftp://h/x")
+
+
+async def test_a_legacy_session_needs_a_fresh_proof_for_each_method() -> None:
+    async with oauth_setup(dpop=DPoP()) as s:
+        holder = Holder()
+        token = bound_token(s, holder)
+
+        def headers(method: str, sid: str | None = None) -> HTTPHeaders:
+            h = HTTPHeaders({"Content-Type": "application/json",
+                             "Accept": "application/json, text/event-stream",
+                             "Authorization": f"DPoP {token}",
+                             "DPoP": holder.proof(s.srv.url, token, htm=method)})
+            if sid is not None:
+                h.add("Mcp-Session-Id", sid)
+                h.add("MCP-Protocol-Version", LEGACY)
+            return h
+
+        init = await s.srv.request("POST", json.dumps(init_msg(request_id=1)).encode(),
+                                   headers("POST"))  # type: ignore[arg-type]
+        assert init.status == 200, init.body
+        sid = init.headers["Mcp-Session-Id"]
+        # a proof made for POST does not open the GET stream
+        wrong = headers("POST", sid)
+        wrong.add("Accept", "text/event-stream")
+        refused = await s.srv.request("GET", None, wrong)  # type: ignore[arg-type]
+        assert refused.status == 401
+        assert "htm does not match" in refused.headers["Www-Authenticate"]
+        assert s.srv.transport.snapshot().totals.sessions == 1
+        deleted = await s.srv.request("DELETE", None,
+                                      headers("DELETE", sid))  # type: ignore[arg-type]
+        assert deleted.status in (200, 204), deleted.body
+        assert s.srv.transport.snapshot().totals.sessions == 0
