@@ -162,8 +162,7 @@ class Holder:
         """A proof for ``htm htu`` presenting ``token``; ``claims`` and ``header`` override
         the usual ones (``None`` leaves one out)."""
         body: dict[str, Any] = {"jti": secrets.token_urlsafe(12), "htm": htm, "htu": htu,
-                                "iat": iat if isinstance(iat, str)
-                                else int(time.time() if iat is None else iat),
+                                "iat": int(time.time()) if iat is None else iat,
                                 "ath": token_hash(token)}
         body.update(claims)
         body = {k: v for k, v in body.items() if v is not None}

@@ -189,6 +189,13 @@ def _bad_proofs(holder: Holder, url: str, token: str) -> dict[str, tuple[list[st
                        "DPoP proof iat is in the future"),
         "no_iat": ([holder.proof(url, token, iat="now")],
                    "DPoP proof needs a numeric iat"),
+        "nan_iat": ([holder.proof(url, token, iat=float("nan"))],
+                    "DPoP proof needs a numeric iat"),
+        "huge_iat": ([holder.proof(url, token, iat=10**400)],
+                     "DPoP proof iat is in the future"),
+        "bad_public_key": ([holder.proof(url, token, header={"jwk": {
+            "kty": "EC", "crv": "P-256", "x": "AAAA", "y": "!!"}})],
+            "DPoP proof jwk is not a usable public key for its alg"),
         "ath": ([holder.proof(url, token, ath=token_hash(token + "x"))],
                 "DPoP proof ath does not match the access token"),
         "no_ath": ([holder.proof(url, token, ath=None)],
@@ -198,7 +205,8 @@ def _bad_proofs(holder: Holder, url: str, token: str) -> dict[str, tuple[list[st
 
 BAD_PROOFS = ["missing", "two_headers", "malformed", "typ", "alg_none", "hs256", "no_jwk",
               "private_key", "key_type", "other_signer", "no_jti", "htm", "htu_path",
-              "htu_host", "stale_iat", "future_iat", "no_iat", "ath", "no_ath"]
+              "htu_host", "stale_iat", "future_iat", "no_iat", "nan_iat", "huge_iat",
+              "bad_public_key", "ath", "no_ath"]
 
 
 @pytest.mark.parametrize("case", BAD_PROOFS)

@@ -19,6 +19,7 @@ import base64
 import hashlib
 import hmac
 import json
+import math
 import secrets
 import time
 from collections import OrderedDict
@@ -273,7 +274,8 @@ class DPoP:
         if not same_url:
             raise DPoPError("DPoP proof htu does not match the request URL")
         iat = claims.get("iat")
-        if not isinstance(iat, int | float) or isinstance(iat, bool):
+        if not isinstance(iat, int | float) or isinstance(iat, bool) or \
+                (isinstance(iat, float) and not math.isfinite(iat)):
             raise DPoPError("DPoP proof needs a numeric iat")
         now = self.clock()
         if iat > now + self.leeway:

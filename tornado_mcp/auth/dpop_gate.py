@@ -11,6 +11,7 @@ holds it without the key is exactly who DPoP keeps out.
 from __future__ import annotations
 
 import hmac
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -23,6 +24,8 @@ from .errors import AuthError, invalid
 if TYPE_CHECKING:
     from ..transport.handler import MCPHandler
     from .resource import OAuthResource
+
+log = logging.getLogger("tornado_mcp.auth")
 
 #: The authorization scheme of a DPoP-bound token (RFC 9449 §7.1).
 SCHEME = "DPoP"
@@ -63,8 +66,14 @@ async def authenticate_dpop(h: MCPHandler, oauth: OAuthResource, dpop: DPoP, tok
         url = request_url(oauth, request)
     except ValueError:
         raise DPoPError("the request URL cannot be matched against a DPoP proof") from None
-    proof = dpop.check_proof(request.headers.get_list(HEADER_DPOP), request.method or "",
-                             url, token)
+    try:
+        proof = dpop.check_proof(request.headers.get_list(HEADER_DPOP), request.method or "",
+                                 url, token)
+    except AuthError:
+        raise
+    except Exception as exc:  # a bug in a check is a refused proof, never a 500
+        log.error("checking a DPoP proof raised %s", type(exc).__name__)
+        raise DPoPError("DPoP proof could not be checked") from None
     principal = await verify(token)
     jkt = bound_key(principal)
     if jkt is None:
