@@ -132,6 +132,24 @@ async def test_the_official_client_reaches_the_demo_over_the_socket(
         assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize(("script", "home_text", "mcp_status"), [
+    ("examples/embed_in_app.py", "also speaks MCP", 200),
+    ("examples/host_auth_app.py", "log in", 401),  # MCP behind the app's own login
+])
+async def test_the_embedding_examples_serve_their_app_on_the_socket(
+        sock_dir: Path, script: str, home_text: str, mcp_status: int) -> None:
+    path = sock_dir / "app.sock"
+    with unix_server([script], path) as proc:
+        assert stat.S_IMODE(os.lstat(path).st_mode) == 0o600
+        async with uds_client(path) as http:
+            home = await http.get("/")
+            assert home.status_code == 200 and home_text in home.text
+            mcp = await http.post("/mcp", json=init_msg(request_id=1))
+            assert mcp.status_code == mcp_status, mcp.text
+        assert stopped(proc, signal.SIGTERM) == 0, proc.diagnostics()
+        assert not path.exists()
+
+
 def run_refused(argv: list[str], path: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, *argv, "--unix-socket", str(path)],
                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=30,
@@ -147,8 +165,13 @@ def test_a_path_that_is_not_a_socket_is_refused(sock_dir: Path) -> None:
         f"error: --unix-socket {path} exists and is not a socket")
     assert "MCP endpoint" not in done.stdout
     assert path.read_text() == "keep me"
+    for argv in (["-m", "tornado_mcp", "demo"], ["examples/embed_in_app.py"],
+                 ["examples/host_auth_app.py"]):
+        other = run_refused(argv, path)
+        assert other.returncode == 2 and "exists and is not a socket" in other.stderr, argv
     (sock_dir / "dir").mkdir()
     assert run_refused(["-m", "tornado_mcp", "demo"], sock_dir / "dir").returncode == 2
+    assert path.read_text() == "keep me"
 
 
 def test_a_socket_a_live_server_listens_on_is_refused(sock_dir: Path) -> None:

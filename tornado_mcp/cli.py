@@ -137,11 +137,7 @@ def serve(server: Server, args: argparse.Namespace,
     unix: tuple[socket.socket, int] | None = None
     path: str = getattr(args, "unix_socket", None) or ""
     if path:  # bound before anything starts: a bad path serves nothing
-        try:
-            unix = unixsocket.bind(path, args.backlog)
-        except unixsocket.UnixSocketError as exc:
-            print(f"error: --unix-socket {exc}", file=sys.stderr)
-            raise SystemExit(2) from None
+        unix = unixsocket.bind_or_exit(path, args.backlog)
     try:
         if getattr(args, "uvloop", False):
             uvloop.run(_serve(server, options, args, extra_routes, unix))

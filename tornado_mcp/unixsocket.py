@@ -16,6 +16,7 @@ import errno
 import os
 import socket
 import stat
+import sys
 from urllib.parse import quote
 
 import tornado.netutil
@@ -68,6 +69,16 @@ def bind(path: str, backlog: int = 128) -> tuple[socket.socket, int]:
     finally:
         os.umask(old)
     return sock, os.stat(path).st_ino
+
+
+def bind_or_exit(path: str, backlog: int = 128) -> tuple[socket.socket, int]:
+    """:func:`bind` for a command line: a path that cannot be used prints
+    ``error: --unix-socket ...`` on stderr and exits with status 2."""
+    try:
+        return bind(path, backlog)
+    except UnixSocketError as exc:
+        print(f"error: --unix-socket {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def remove(path: str, inode: int) -> None:
