@@ -36,7 +36,8 @@ def b64(data: bytes) -> str:
 
 def bound_token(s: OAuthSetup, holder: Holder, **claims: Any) -> str:
     audience = claims.pop("aud", s.srv.url)
-    return mint(s.authz, audience, cnf={"jkt": holder.jkt}, **claims)
+    claims.setdefault("cnf", {"jkt": holder.jkt})
+    return mint(s.authz, audience, **claims)
 
 
 async def call(srv: Running, authorization: str | None, proofs: list[str] | None = None,
@@ -200,13 +201,15 @@ def _bad_proofs(holder: Holder, url: str, token: str) -> dict[str, tuple[list[st
                 "DPoP proof ath does not match the access token"),
         "no_ath": ([holder.proof(url, token, ath=None)],
                    "DPoP proof ath does not match the access token"),
+        "non_ascii_ath": ([holder.proof(url, token, ath="\u00e9t\u00e9")],
+                          "DPoP proof ath does not match the access token"),
     }
 
 
 BAD_PROOFS = ["missing", "two_headers", "malformed", "typ", "alg_none", "hs256", "no_jwk",
               "private_key", "key_type", "other_signer", "no_jti", "htm", "htu_path",
               "htu_host", "stale_iat", "future_iat", "no_iat", "nan_iat", "huge_iat",
-              "bad_public_key", "ath", "no_ath"]
+              "bad_public_key", "ath", "no_ath", "non_ascii_ath"]
 
 
 @pytest.mark.parametrize("case", BAD_PROOFS)
@@ -231,6 +234,11 @@ async def test_a_token_bound_to_another_key_or_to_none_is_refused() -> None:
         assert_refused(await call(s.srv, f"DPoP {token}", [thief.proof(s.srv.url, token)]),
                        401, challenge(s.srv, "invalid_token", description),
                        f"Unauthorized: {description}")
+        odd = bound_token(s, holder, cnf={"jkt": "\u00e9t\u00e9"})
+        description = "token is bound to another key than the DPoP proof's"
+        assert_refused(await call(s.srv, f"DPoP {odd}", [holder.proof(s.srv.url, odd)]),
+                       401, challenge(s.srv, "invalid_token", description),
+                       f"Unauthorized: {description}")
         plain = mint(s.authz, s.srv.url)
         description = "token is not DPoP-bound (it has no cnf.jkt)"
         assert_refused(await call(s.srv, f"DPoP {plain}", [holder.proof(s.srv.url, plain)]),
@@ -242,7 +250,7 @@ async def test_a_token_bound_to_another_key_or_to_none_is_refused() -> None:
                        401, challenge(s.srv, "invalid_token", "token expired"),
                        "Unauthorized: token expired")
         assert len(dpop_of(s).replays) == 0
-        assert s.srv.transport.snapshot().refusals["auth_invalid"] == 3
+        assert s.srv.transport.snapshot().refusals["auth_invalid"] == 4
 
 
 async def test_a_replayed_proof_is_refused() -> None:
@@ -318,10 +326,11 @@ async def test_server_nonces_are_required_when_configured() -> None:
         ok = await call(s.srv, f"DPoP {token}",
                         [holder.proof(s.srv.url, token, iat=now[0], nonce=nonce)])
         assert ok.status == 200 and ok.headers["Dpop-Nonce"] == nonce
-        made_up = await call(s.srv, f"DPoP {token}",
-                             [holder.proof(s.srv.url, token, iat=now[0], nonce="abc")])
-        assert made_up.status == 401 and 'error="use_dpop_nonce"' in \
-            made_up.headers["Www-Authenticate"]
+        for fake in ("abc", "\u00e9t\u00e9", 42):
+            made_up = await call(s.srv, f"DPoP {token}",
+                                 [holder.proof(s.srv.url, token, iat=now[0], nonce=fake)])
+            assert made_up.status == 401 and 'error="use_dpop_nonce"' in \
+                made_up.headers["Www-Authenticate"]
         now[0] += 100  # the next nonce is handed out; the previous one stays good
         renewed = await call(s.srv, f"DPoP {token}",
                              [holder.proof(s.srv.url, token, iat=now[0], nonce=nonce)])

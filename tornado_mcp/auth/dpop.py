@@ -65,6 +65,12 @@ class DPoPError(AuthError):
         return self.code
 
 
+def same_text(a: str, b: str) -> bool:
+    """``a == b`` in constant time, for any text (``compare_digest`` refuses non-ASCII str)."""
+    return hmac.compare_digest(a.encode("utf-8", "surrogatepass"),
+                               b.encode("utf-8", "surrogatepass"))
+
+
 def b64url(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
@@ -211,7 +217,7 @@ class DPoP:
         if not isinstance(value, str) or len(value) > 64:
             return False
         epoch = int(self.clock() // self.nonce_lifetime)
-        return any(hmac.compare_digest(value, self._nonce_for(e)) for e in (epoch, epoch - 1))
+        return any(same_text(value, self._nonce_for(e)) for e in (epoch, epoch - 1))
 
     # -- the proof (RFC 9449 §4.3) ----------------------------------------------------------
     def check_proof(self, values: list[str], method: str, url: str, token: str) -> Proof:
@@ -283,7 +289,7 @@ class DPoP:
         if iat < now - self.iat_window - self.leeway:
             raise DPoPError("DPoP proof is too old (iat)")
         ath = claims.get("ath")
-        if not isinstance(ath, str) or not hmac.compare_digest(ath, token_hash(token)):
+        if not isinstance(ath, str) or not same_text(ath, token_hash(token)):
             raise DPoPError("DPoP proof ath does not match the access token")
         if self.nonces and not self.nonce_ok(claims.get("nonce")):
             raise DPoPError("DPoP proof needs the server's nonce (see DPoP-Nonce)",

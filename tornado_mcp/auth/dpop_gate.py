@@ -10,7 +10,6 @@ holds it without the key is exactly who DPoP keeps out.
 
 from __future__ import annotations
 
-import hmac
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -18,7 +17,7 @@ from urllib.parse import urlsplit
 
 from ..identity import Principal
 from ..protocol import HEADER_AUTHORIZATION
-from .dpop import HEADER_DPOP, HEADER_DPOP_NONCE, DPoP, DPoPError, normalise_url
+from .dpop import HEADER_DPOP, HEADER_DPOP_NONCE, DPoP, DPoPError, normalise_url, same_text
 from .errors import AuthError, invalid
 
 if TYPE_CHECKING:
@@ -78,7 +77,7 @@ async def authenticate_dpop(h: MCPHandler, oauth: OAuthResource, dpop: DPoP, tok
     jkt = bound_key(principal)
     if jkt is None:
         raise invalid("token is not DPoP-bound (it has no cnf.jkt)")
-    if not hmac.compare_digest(jkt, proof.jkt):
+    if not same_text(jkt, proof.jkt):
         raise invalid("token is bound to another key than the DPoP proof's")
     dpop.replays.record(proof.jkt, proof.jti)
     if dpop.nonces:
