@@ -174,6 +174,14 @@ def test_a_path_that_is_not_a_socket_is_refused(sock_dir: Path) -> None:
     assert path.read_text() == "keep me"
 
 
+def test_a_path_too_long_for_a_socket_is_refused_clearly(sock_dir: Path) -> None:
+    path = sock_dir / ("x" * 120)  # sun_path holds 107 bytes on Linux
+    done = run_refused(["examples/conformance_server.py"], path)
+    assert done.returncode == 2
+    assert done.stderr.strip().startswith(f"error: --unix-socket {path}: ")
+    assert "Traceback" not in done.stderr and not path.exists()
+
+
 def test_a_socket_a_live_server_listens_on_is_refused(sock_dir: Path) -> None:
     path = sock_dir / "busy.sock"
     live = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -40,6 +40,8 @@ def _listening(path: str) -> bool:
         probe.connect(path)
     except (ConnectionRefusedError, FileNotFoundError):
         return False
+    except PermissionError:
+        raise UnixSocketError(f"{path}: not allowed to check the socket there") from None
     except OSError as exc:  # a full backlog (EAGAIN) or a timeout: someone is there
         return exc.errno != errno.ECONNREFUSED
     finally:

@@ -115,6 +115,17 @@ async def test_no_token_gets_both_challenges() -> None:
                        "Unauthorized: authentication required")
 
 
+async def test_the_dpop_scheme_is_no_credential_where_dpop_is_off() -> None:
+    async with oauth_setup() as s:
+        holder = Holder()
+        token = bound_token(s, holder)
+        reply = await call(s.srv, f"DPoP {token}", [holder.proof(s.srv.url, token)])
+        assert reply.status == 401
+        assert reply.headers["Www-Authenticate"] == \
+            f'Bearer resource_metadata="{metadata_url(s.srv)}", scope="{TOOLS}"'
+        assert s.srv.transport.snapshot().refusals["auth_missing"] == 1
+
+
 @pytest.mark.parametrize("dpop", [None, DPoP()], ids=["dpop_off", "dpop_on"])
 async def test_a_bound_token_sent_as_bearer_is_refused(dpop: DPoP | None) -> None:
     async with oauth_setup(dpop=dpop) as s:
