@@ -51,8 +51,9 @@ from .pages import (
     PageHandler,
 )
 from .state import STATIC_DIR, AdminState, Authenticate, TransportLike
+from .throttle import FailureLimits
 
-__all__ = ["AdminState", "Authenticate", "TransportLike", "mount", "routes"]
+__all__ = ["AdminState", "Authenticate", "FailureLimits", "TransportLike", "mount", "routes"]
 
 
 def _normalize_prefix(prefix: str) -> str:
@@ -71,6 +72,7 @@ def routes(
     read_only: bool = False,
     authenticate: Authenticate | None = None,
     login_url: str | None = None,
+    failure_limits: FailureLimits | None = None,
 ) -> list[Rule]:
     """Build the dashboard's routes for ``transport``, all under ``prefix``.
 
@@ -86,12 +88,16 @@ def routes(
     page without one).  Bearer and ``token`` Authorization headers skip the XSRF check,
     cookies do not.  The Jupyter Server extension (``tornado_mcp.jupyter``) uses it.
 
+    ``failure_limits`` sets how fast wrong tokens may come, per address and overall
+    (:class:`FailureLimits`; the defaults are in :mod:`admin_ui.throttle`).
+
     Every call builds an independent dashboard with its own login-cookie secret and its own
     plot history, which starts sampling at once inside a running event loop, or on the
     first request otherwise.
     """
     prefix = _normalize_prefix(prefix)
-    admin = AdminState(transport, prefix, token, read_only, authenticate, login_url)
+    admin = AdminState(transport, prefix, token, read_only, authenticate, login_url,
+                       failure_limits)
     admin.history.start_if_loop_running()
     p = re.escape(prefix)
     kw: dict[str, Any] = {"admin": admin}
@@ -123,6 +129,7 @@ def mount(
     read_only: bool = False,
     authenticate: Authenticate | None = None,
     login_url: str | None = None,
+    failure_limits: FailureLimits | None = None,
 ) -> None:
     """Add the dashboard to a running or not-yet-started ``app`` at ``prefix``.
 
@@ -130,4 +137,5 @@ def mount(
     read_only=...))``; see :func:`routes` for the arguments.
     """
     app.add_handlers(r".*", routes(transport, prefix, token=token, read_only=read_only,
-                                   authenticate=authenticate, login_url=login_url))
+                                   authenticate=authenticate, login_url=login_url,
+                                   failure_limits=failure_limits))

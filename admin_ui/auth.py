@@ -7,8 +7,14 @@ in one of two ways:
   scripts and Prometheus.  A browser never adds this header by itself, so a request that
   carries it cannot have been forged by another site, and it is exempt from the XSRF check.
 * **Login cookie** -- a browser posts the token once to the login page and receives a
-  signed, HttpOnly, ``SameSite=Strict`` cookie.  Cookies *are* sent cross-site, so every
-  state-changing request made with one must also carry Tornado's XSRF token.
+  signed, HttpOnly, ``SameSite=Strict`` cookie (``Secure`` over HTTPS).  Cookies *are* sent
+  cross-site, so every state-changing request made with one must also carry the XSRF token
+  of that login (:meth:`Gatekeeper.xsrf_token`): an HMAC of the login's nonce, keyed by the
+  mount's secret.  Nobody without the secret can compute it, so a cookie planted from a
+  sibling domain (which defeats a double-submit ``_xsrf`` cookie) is of no help, and the
+  token of one login is worthless with another.
+
+Wrong tokens are rate-limited per address and overall (:mod:`admin_ui.throttle`).
 
 The cookie is signed with :func:`tornado.web.create_signed_value` using a secret that each
 :class:`Gatekeeper` draws at random, so the dashboard works whether or not the application
@@ -17,6 +23,7 @@ has a ``cookie_secret``, and a restart (or a new mount) signs every browser out.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import logging
 import re
@@ -71,6 +78,7 @@ class Gatekeeper:
                         "16 random ones", len(token))
         self._token = token.encode("utf-8")
         self._secret = secrets.token_bytes(32)
+        self._xsrf_key = hmac.new(self._secret, b"admin_ui xsrf", hashlib.sha256).digest()
         #: Logins still valid: nonce -> time signed. Logging out removes its nonce, so a
         #: copied cookie dies with the session; bounded, oldest dropped first.
         self._live: dict[str, float] = {}
@@ -123,3 +131,21 @@ class Gatekeeper:
         opened = self._open(cookie)
         if opened:
             self._live.pop(opened[0], None)
+
+    def xsrf_token(self, cookie: str | None) -> str | None:
+        """The XSRF token of the login in ``cookie`` (``None`` if it is not a valid login).
+
+        The same for the whole life of one login, different for every other login."""
+        opened = self._open(cookie)
+        if opened is None:
+            return None
+        return hmac.new(self._xsrf_key, opened[0].encode("ascii", "replace"),
+                        hashlib.sha256).hexdigest()
+
+    def xsrf_matches(self, cookie: str | None, candidate: str | None) -> bool:
+        """Whether ``candidate`` is the XSRF token of the login in ``cookie``."""
+        expected = self.xsrf_token(cookie)
+        if expected is None or not candidate:
+            return False
+        return hmac.compare_digest(candidate.encode("utf-8", "replace"),
+                                   expected.encode("ascii"))

@@ -3,12 +3,16 @@
 :class:`AdminHandler` does, once for every handler below it, what each would otherwise repeat:
 
 1. **Authenticate** -- a bearer header or the signed login cookie (:mod:`admin_ui.auth`),
+   a wrong bearer token counting against :mod:`admin_ui.throttle` (429 while over it),
    or, when the dashboard was mounted with ``authenticate=``, the host application's own
    login instead (Jupyter Server's identity provider, say).  Without one, the JSON API
    answers 401 and the HTML page redirects to the login page.
 2. **Refuse changes when read-only** -- 403 for every state-changing method.
-3. **Check XSRF** for state-changing requests authenticated by cookie (bearer requests are
-   exempt: another site cannot make a browser send that header).
+3. **Check forgery** for state-changing requests authenticated by cookie: ``Origin`` or
+   ``Referer``, when sent, must name this host (:mod:`admin_ui.guard`), and the request must
+   carry the XSRF token of its login (:meth:`admin_ui.auth.Gatekeeper.xsrf_token`; under the
+   host's login, the host's own Tornado XSRF token).  Bearer requests are exempt: another
+   site cannot make a browser send that header.
 4. **Answer errors as JSON** (``{"error": "...", "errors": {...}}``) for the API, a short
    page for HTML, and never a traceback, whatever the application's ``debug`` setting.
 
@@ -29,6 +33,7 @@ from typing import Any, ClassVar
 from tornado.web import HTTPError, RequestHandler
 
 from .auth import COOKIE_NAME, Identity, clean_name
+from .guard import foreign_origin, retry_after
 from .state import AdminState
 
 log = logging.getLogger("admin_ui")
@@ -54,11 +59,21 @@ class ApiError(HTTPError):
     """An error whose ``message`` (and optional per-field ``errors``) the client may see."""
 
     def __init__(
-        self, status: int, message: str, errors: dict[str, str] | None = None
+        self, status: int, message: str, errors: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
     ) -> None:
         super().__init__(status, message.replace("%", "%%"))
         self.message = message
         self.errors = errors
+        #: Extra headers of the error answer (``Retry-After`` of a 429).
+        self.headers = headers or {}
+
+
+def too_many_failures(seconds: float) -> ApiError:
+    """The 429 of a throttled caller, with ``Retry-After``."""
+    after = retry_after(seconds)
+    return ApiError(429, f"Too many wrong tokens; try again in {after} s.",
+                    headers={"Retry-After": after})
 
 
 def _to_json(value: Any) -> str:
@@ -93,7 +108,7 @@ class AdminHandler(RequestHandler):
     def set_default_headers(self) -> None:
         self.set_header("Cache-Control", "no-store")
         self.set_header("X-Content-Type-Options", "nosniff")
-        self.set_header("Referrer-Policy", "no-referrer")
+        self.set_header("Referrer-Policy", "same-origin")
         self.set_header("X-Frame-Options", "DENY")
         self.set_header("Content-Security-Policy", CONTENT_SECURITY_POLICY)
 
@@ -111,26 +126,75 @@ class AdminHandler(RequestHandler):
         gate = self.admin.gatekeeper
         bearer = self._bearer_header()
         if bearer is not None:
-            return Identity("api", "bearer") if gate.token_matches(bearer) else None
+            return Identity("api", "bearer") if self.token_checked(bearer) else None
         name = gate.read(self.get_cookie(COOKIE_NAME))
         return Identity(name, "cookie") if name else None
+
+    def token_checked(self, candidate: str) -> bool:
+        """Whether ``candidate`` is the token, unless this address (or everyone) has sent
+        too many wrong ones lately: then 429 and ``candidate`` is not even compared."""
+        throttle = self.admin.throttle
+        wait = throttle.retry_after(self.request.remote_ip)
+        if wait is not None:
+            raise too_many_failures(wait)
+        if self.admin.gatekeeper.token_matches(candidate):
+            return True
+        throttle.failed(self.request.remote_ip)
+        wait = throttle.retry_after(self.request.remote_ip)
+        if wait is not None:  # logged once: from now on its tokens are refused unread
+            log.warning("admin: too many wrong tokens (from %s, or overall): tokens are "
+                        "refused unread for %s s", self.request.remote_ip, retry_after(wait))
+        return False
 
     def get_current_user(self) -> Identity | None:
         return self.identity
 
     def check_xsrf_cookie(self) -> None:
-        """Tornado's XSRF check, skipped for bearer requests (they cannot be forged).
+        """Nothing: :meth:`prepare` checks forgery itself, once it knows who is calling.
 
-        This runs both when the application enables ``xsrf_cookies`` (Tornado calls it before
-        :meth:`prepare`) and when it does not (:meth:`prepare` calls it), so the dashboard is
-        protected either way, and bearer API calls work either way.  Under the host's login,
-        ``Authorization: token ...`` (Jupyter's own scheme) is exempt too, for the same reason.
+        Tornado calls this before :meth:`prepare` when the application enables
+        ``xsrf_cookies``; the dashboard's check (:meth:`check_forgery`) runs either way, so it
+        is protected, and bearer API calls work, whatever the application's settings.
         """
-        if self._bearer_header() is not None or (
-                self.admin.authenticate is not None and _token_scheme(
-                    self.request.headers.get("Authorization"))):
+
+    def _header_credentials(self) -> bool:
+        """A bearer header (or, under the host's login, ``Authorization: token ...``,
+        Jupyter's own scheme): not ambient, so exempt from the forgery checks."""
+        if self._bearer_header() is not None:
+            return True
+        return self.admin.authenticate is not None and _token_scheme(
+            self.request.headers.get("Authorization"))
+
+    def check_forgery(self) -> None:
+        """Refuse a state-changing request another site may have made through the browser."""
+        if self._header_credentials():
             return
-        super().check_xsrf_cookie()
+        why = foreign_origin(self.request)
+        if why is not None:
+            raise ApiError(403, why)
+        if not self.needs_login:
+            return  # the login form itself: there is no login to bind a token to yet
+        if self.admin.authenticate is not None:
+            super().check_xsrf_cookie()  # the host's own (Tornado's) XSRF token
+            return
+        candidate = (self.get_argument("_xsrf", None)
+                     or self.request.headers.get("X-Xsrftoken")
+                     or self.request.headers.get("X-Csrftoken"))
+        if not self.admin.gatekeeper.xsrf_matches(self.get_cookie(COOKIE_NAME), candidate):
+            raise ApiError(403, "The XSRF check failed: send this login's token (the page's "
+                                "data-xsrf) in an X-XSRFToken header or an _xsrf field "
+                                "(reload the page if you logged in again).")
+
+    def xsrf_for_page(self) -> str:
+        """The XSRF token the page embeds: this login's, or the host's Tornado token."""
+        if self.admin.authenticate is not None:
+            return self.xsrf_token.decode("ascii")
+        return self.admin.gatekeeper.xsrf_token(self.get_cookie(COOKIE_NAME)) or ""
+
+    def secure_cookies(self) -> bool:
+        """Whether cookies get ``Secure``: the request came over TLS, directly or (with
+        ``HTTPServer(xheaders=True)``) through a proxy that says so in X-Forwarded-Proto."""
+        return self.request.protocol == "https"
 
     def prepare(self) -> Awaitable[None] | None:
         check_host(self, self.admin)
@@ -159,7 +223,7 @@ class AdminHandler(RequestHandler):
         if method in UNSAFE_METHODS:
             if self.admin.read_only and method not in self.allowed_when_read_only:
                 raise ApiError(403, "This dashboard is read-only: changes are turned off.")
-            self.check_xsrf_cookie()
+            self.check_forgery()
 
     def _refuse_anonymous(self) -> None:
         if self.api:
@@ -172,6 +236,13 @@ class AdminHandler(RequestHandler):
         if self.request.method in ("GET", "HEAD"):
             login += "?" + urllib.parse.urlencode({"next": self.request.uri or ""})
         self.redirect(login)  # finished: Tornado skips the method after prepare()
+
+    def log_exception(self, typ: Any, value: BaseException | None, tb: Any) -> None:
+        """Tornado's logging, minus one warning per throttled request: an attacker's 429s
+        would flood the log (the moment an address is throttled is logged once instead)."""
+        if isinstance(value, ApiError) and value.status_code == 429:
+            return
+        super().log_exception(typ, value, tb)
 
     # -- answers ----------------------------------------------------------------------------
 
@@ -206,6 +277,9 @@ class AdminHandler(RequestHandler):
         else:
             message = reason_phrase(status_code)
         self.clear_header("Content-Type")
+        if isinstance(exc, ApiError):
+            for name, value in exc.headers.items():
+                self.set_header(name, value)
         if status_code == 401:
             self.set_header("WWW-Authenticate", 'Bearer realm="tornado-mcp admin"')
         if self.api:
@@ -249,8 +323,8 @@ def check_host(handler: RequestHandler, admin: AdminState) -> None:
     """The MCP endpoint's DNS-rebinding rule on ``Host``, applied to the dashboard too: a
     page on a rebound domain must not reach it through the operator's browser.
 
-    ``Origin`` is left to the dashboard's own defences (XSRF tokens and a SameSite=Strict
-    cookie): its pages send no referrer, so browsers send ``Origin: null`` on its forms.
+    ``Origin`` is judged by the forgery check instead (:meth:`AdminHandler.check_forgery`),
+    on state-changing requests only.
     """
     transport = admin.transport
     if transport.options.dns_rebinding_protection:

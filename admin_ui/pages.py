@@ -17,11 +17,15 @@ from tornado_mcp.options import OPTION_SPECS
 
 from .auth import COOKIE_MAX_AGE_DAYS, COOKIE_NAME, clean_name
 from .base import CONTENT_SECURITY_POLICY, AdminHandler, ApiError, check_host, log, reason_phrase
+from .guard import retry_after
 from .state import AdminState
 
 
 class LoginHandler(AdminHandler):
-    """``GET/POST login``: the form that trades the token for a signed cookie."""
+    """``GET/POST login``: the form that trades the token for a signed cookie.
+
+    Its POST needs no XSRF token (there is no login yet to bind one to) but is refused from
+    another site's page (``Origin``), and wrong tokens are throttled like bearer ones."""
 
     api = False
     needs_login = False
@@ -58,27 +62,34 @@ class LoginHandler(AdminHandler):
         if self.authenticate() is not None:
             self.redirect(self._next())
             return
-        self.finish(self.render_page("login.html", error=None, next=self._next(),
-                                     xsrf_form_html=self.xsrf_form_html()))
+        self.finish(self.render_page("login.html", error=None, next=self._next()))
 
     async def post(self) -> None:
         if self._to_host_login():
             return
         name = clean_name(self.get_body_argument("name", ""))
         token = self.get_body_argument("token", "")
-        if not self.admin.gatekeeper.token_matches(token):
+        wait = self.admin.throttle.retry_after(self.request.remote_ip)
+        if wait is not None:  # the token is not even compared
+            after = retry_after(wait)
+            self.set_status(429)
+            self.set_header("Retry-After", after)
+            self.finish(self.render_page(
+                "login.html", error=f"Too many wrong tokens; try again in {after} s.",
+                next=self._next()))
+            return
+        if not self.token_checked(token):
             log.warning("admin: failed login from %s", self.request.remote_ip)
             self.set_status(401)
             self.finish(self.render_page("login.html", error="That token is not right.",
-                                         next=self._next(),
-                                         xsrf_form_html=self.xsrf_form_html()))
+                                         next=self._next()))
             return
         self.set_cookie(
             COOKIE_NAME,
             self.admin.gatekeeper.sign(name).decode("ascii"),
             path=self.admin.prefix,
             httponly=True,
-            secure=self.request.protocol == "https",
+            secure=self.secure_cookies(),
             samesite="Strict",
             expires_days=COOKIE_MAX_AGE_DAYS,
         )
@@ -94,7 +105,8 @@ class LogoutHandler(AdminHandler):
 
     def post(self) -> None:
         self.admin.gatekeeper.revoke(self.get_cookie(COOKIE_NAME))  # copies die with it
-        self.clear_cookie(COOKIE_NAME, path=self.admin.prefix)
+        self.clear_cookie(COOKIE_NAME, path=self.admin.prefix, httponly=True,
+                          secure=self.secure_cookies(), samesite="Strict")
         self.redirect(f"{self.admin.prefix}/login", status=303)
 
 
@@ -114,7 +126,7 @@ class PageHandler(AdminHandler):
             specs=specs,
             who=self.identity.name if self.identity else "",
             own_login=self.admin.authenticate is None,
-            xsrf_token=self.xsrf_token.decode("ascii"),
+            xsrf_token=self.xsrf_for_page(),
             refusal_kinds=REFUSAL_KINDS,
         ))
 
@@ -130,7 +142,7 @@ class AdminStaticFileHandler(StaticFileHandler):
 
     def set_default_headers(self) -> None:
         self.set_header("X-Content-Type-Options", "nosniff")
-        self.set_header("Referrer-Policy", "no-referrer")
+        self.set_header("Referrer-Policy", "same-origin")
         self.set_header("Content-Security-Policy", CONTENT_SECURITY_POLICY)
 
     def prepare(self) -> None:

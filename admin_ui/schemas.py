@@ -22,6 +22,7 @@ from typing import Any
 from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields, validate
 
 from tornado_mcp.options import NOT_LIVE, OPTION_SPECS, UNKNOWN_OPTION, OptionSpec
+from tornado_mcp.protocol.field_errors import dotted, error_messages
 
 #: Columns ``GET api/sessions?sort=`` accepts.
 SESSION_SORT_KEYS: tuple[str, ...] = (
@@ -181,17 +182,10 @@ class FieldErrors(ValueError):
 
 
 def flatten_messages(messages: Any) -> dict[str, str]:
-    """Marshmallow's ``{"field": ["msg", ...]}`` to ``{"field": "msg msg"}``."""
-    if not isinstance(messages, Mapping):
-        return {"_body": _join(messages)}
-    return {str(k): _join(v) for k, v in messages.items()}
-
-
-def _join(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list | tuple):
-        return " ".join(_join(v) for v in value)
-    if isinstance(value, Mapping):
-        return " ".join(f"{k}: {_join(v)}" for k, v in value.items())
-    return str(value)
+    """Marshmallow's ``{"field": ["msg", ...]}`` to ``{"field": "msg msg"}`` (``_body`` for
+    what is about the whole input; a nested field's message names the rest of its path)."""
+    flat: dict[str, list[str]] = {}
+    for path, message in error_messages(messages):
+        field, rest = (str(path[0]), path[1:]) if path else ("_body", ())
+        flat.setdefault(field, []).append(f"{dotted(rest)}: {message}" if rest else message)
+    return {field: " ".join(parts) for field, parts in flat.items()}

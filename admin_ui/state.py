@@ -2,7 +2,8 @@
 
 :class:`AdminState` is built once by :func:`admin_ui.routes` and handed to every handler
 through Tornado's ``initialize`` keyword arguments.  It holds the transport, the
-:class:`~admin_ui.auth.Gatekeeper`, the plot :class:`~admin_ui.history.History`, the
+:class:`~admin_ui.auth.Gatekeeper`, the wrong-token
+:class:`~admin_ui.throttle.FailureThrottle`, the plot :class:`~admin_ui.history.History`, the
 Jinja2 environment and a short log of what operators (and code) changed.
 
 The dashboard talks to the transport only through :class:`TransportLike`: the handful of
@@ -29,6 +30,7 @@ from tornado_mcp.options import TransportOptions
 from . import metrics
 from .auth import Gatekeeper
 from .history import History, ProcessProbe
+from .throttle import FailureLimits, FailureThrottle
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 TEMPLATE_DIR = PACKAGE_DIR / "templates"
@@ -79,6 +81,7 @@ class AdminState:
     def __init__(
         self, transport: TransportLike, prefix: str, token: str, read_only: bool,
         authenticate: Authenticate | None = None, login_url: str | None = None,
+        failure_limits: FailureLimits | None = None,
     ) -> None:
         self.transport = transport
         self.prefix = prefix
@@ -93,6 +96,8 @@ class AdminState:
         self.login_url = login_url
         self.gatekeeper = Gatekeeper(token if authenticate is None
                                      else secrets.token_urlsafe(32))
+        #: How fast wrong tokens may come, per address and overall.
+        self.throttle = FailureThrottle(failure_limits)
         self.probe = ProcessProbe()
         self.history = History(
             lambda: transport.snapshot(sessions=False, streams=False), self.probe

@@ -77,7 +77,7 @@ class JWKS:
                                      serialization.NoEncryption())
         return jwt.encode({"iss": self.issuer, "sub": "bench", "aud": audience,
                            "scope": "mcp:tools", "iat": now, "exp": now + 3600},
-                          pem, algorithm="RS256", headers={"kid": KID})
+                          pem, algorithm="RS256", headers={"kid": KID, "typ": "at+jwt"})
 
     def close(self) -> None:
         self.http.shutdown()

@@ -28,6 +28,7 @@ from tornado_mcp import (
     Server,
     Session,
     ToolError,
+    audio,
     cli,
     elicitation,
     embedded_resource,
@@ -36,9 +37,8 @@ from tornado_mcp import (
     sampling,
     text,
 )
-from tornado_mcp.errors import MCPError
-from tornado_mcp.primitives import audio
 from tornado_mcp.protocol import INTERNAL_ERROR
+from tornado_mcp.protocol.errors import MCPError
 from tornado_mcp.tasks import RunAsTask, task_tool
 
 # A 1x1 PNG and a tiny WAV.

@@ -27,7 +27,8 @@ import tornado.web
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tornado_mcp import Server, Transport, unixsocket
+from tornado_mcp import Server, Transport
+from tornado_mcp.transport import unixsocket
 
 GREETINGS = {"en": "Hello", "fr": "Bonjour", "de": "Hallo"}
 

@@ -30,7 +30,8 @@ import tornado.web
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tornado_mcp import Context, MCPHandler, Principal, Server, Transport, unixsocket
+from tornado_mcp import Context, MCPHandler, Principal, Server, Transport
+from tornado_mcp.transport import unixsocket
 
 COOKIE = "user"
 SALT = b"example-salt"

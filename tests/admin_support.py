@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -62,20 +63,41 @@ def make_server() -> Server:
 async def running_admin(
     read_only: bool = False,
     app_settings: dict[str, Any] | None = None,
+    failure_limits: admin_ui.FailureLimits | None = None,
+    xheaders: bool = False,
     **options: Any,
 ) -> AsyncIterator[Running]:
+    """``failure_limits`` goes to ``admin_ui.mount``, ``xheaders`` to the ``HTTPServer``,
+    the other keywords to the ``Transport``."""
     transport = Transport(make_server(), **options)
     app = tornado.web.Application(transport.routes("/mcp"), **(app_settings or {}))
-    admin_ui.mount(app, transport, "/admin", token=TOKEN, read_only=read_only)
+    admin_ui.mount(app, transport, "/admin", token=TOKEN, read_only=read_only,
+                   failure_limits=failure_limits)
     sockets = bind_sockets(0, "127.0.0.1")
     port = sockets[0].getsockname()[1]
-    http_server = HTTPServer(app)
+    http_server = HTTPServer(app, xheaders=xheaders)
     http_server.add_sockets(sockets)
     try:
         yield Running(f"http://127.0.0.1:{port}", transport, http_server)
     finally:
         http_server.stop()
         await http_server.close_all_connections()
+
+
+async def log_in(client: httpx.AsyncClient, admin: str, name: str = "alice",
+                 next_: str = "/admin/", token: str = TOKEN) -> httpx.Response:
+    """Post the login form as a browser would (the response, not followed)."""
+    return await client.post(f"{admin}/login",
+                             data={"name": name, "token": token, "next": next_})
+
+
+async def page_xsrf(client: httpx.AsyncClient, admin: str) -> str:
+    """The XSRF token the dashboard page embeds for this client's login (``data-xsrf``)."""
+    page = await client.get(f"{admin}/")
+    assert page.status_code == 200, page.status_code
+    match = re.search(r'data-xsrf="([^"]*)"', page.text)
+    assert match and match.group(1), "the page embeds no XSRF token"
+    return match.group(1)
 
 
 def initialize_body(client_name: str = "api-test-client", request_id: int = 1) -> dict[str, Any]:

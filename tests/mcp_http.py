@@ -289,21 +289,29 @@ class Stream:
             self.task.cancel()
 
 
+def loopback_sockets() -> list[socket.socket]:
+    """Sockets bound to an ephemeral loopback port (for :func:`running`)."""
+    return tornado.netutil.bind_sockets(0, "127.0.0.1")
+
+
 @contextlib.asynccontextmanager
 async def running(server: Server, *, transport: Transport | None = None,
                   extra_routes: Callable[[Transport], list[Any]] | None = None,
+                  sockets: list[socket.socket] | None = None,
                   **options: Any) -> AsyncIterator[Running]:
     """Serve ``server`` on an ephemeral loopback port for the duration of the block.
 
     The socket is bound to port 0 and the port the kernel chose is read back from it, so
-    no other process can take it between choosing and binding."""
+    no other process can take it between choosing and binding.  ``sockets``: ones bound
+    already (by :func:`loopback_sockets`, when the port must be known beforehand, as an
+    OAuth resource's URL)."""
     t = transport or Transport(server, **options)
     routes: list[Any] = [*t.routes("/mcp")]
     if extra_routes is not None:
         routes.extend(extra_routes(t))
     app = tornado.web.Application(routes)
     http = tornado.httpserver.HTTPServer(app)
-    sockets = tornado.netutil.bind_sockets(0, "127.0.0.1")
+    sockets = sockets or loopback_sockets()
     http.add_sockets(sockets)
     port = sockets[0].getsockname()[1]
     srv = Running(server, t, port)

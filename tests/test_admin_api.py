@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import re
 from typing import Any
 
 import httpx
@@ -18,7 +17,9 @@ from admin_support import (
     TOKEN,
     initialize,
     listen_request,
+    log_in,
     open_session,
+    page_xsrf,
     running_admin,
     sse_messages,
     wait_until,
@@ -45,18 +46,11 @@ async def login(client: httpx.AsyncClient, admin: str, name: str = "alice") -> s
     """Log in through the form like a browser; return the XSRF token for later requests."""
     page = await client.get(f"{admin}/login")
     assert page.status_code == 200
-    match = re.search(r'name="_xsrf" value="([^"]+)"', page.text)
-    assert match, page.text
-    resp = await client.post(
-        f"{admin}/login",
-        data={"name": name, "token": TOKEN, "_xsrf": match.group(1), "next": "/admin/"},
-    )
+    resp = await log_in(client, admin, name)
     assert resp.status_code == 303, resp.text
     assert resp.headers["Location"] == "/admin/"
     assert "tornado_mcp_admin" in client.cookies
-    xsrf = client.cookies.get("_xsrf")
-    assert xsrf
-    return xsrf
+    return await page_xsrf(client, admin)
 
 
 async def get_json(client: httpx.AsyncClient, url: str, **kw: Any) -> Any:
@@ -132,33 +126,30 @@ async def test_page_redirects_to_login_and_login_sets_cookie() -> None:
 
 async def test_wrong_login_token_is_refused_without_a_cookie() -> None:
     async with running_admin() as srv, httpx.AsyncClient() as client:
-        page = await client.get(f"{srv.admin}/login")
-        xsrf = re.search(r'name="_xsrf" value="([^"]+)"', page.text)
-        assert xsrf
-        resp = await client.post(
-            f"{srv.admin}/login", data={"token": "guess", "_xsrf": xsrf.group(1)}
-        )
+        resp = await client.post(f"{srv.admin}/login", data={"token": "guess"})
         assert resp.status_code == 401
         assert "not right" in resp.text
         assert "tornado_mcp_admin" not in client.cookies
 
 
-async def test_login_without_xsrf_is_refused() -> None:
+async def test_login_from_another_sites_page_is_refused() -> None:
     async with running_admin() as srv, httpx.AsyncClient() as client:
-        resp = await client.post(f"{srv.admin}/login", data={"token": TOKEN})
-        assert resp.status_code == 403
-        assert "tornado_mcp_admin" not in client.cookies
+        for header in ({"Origin": "https://evil.example"}, {"Origin": "null"},
+                       {"Referer": "https://evil.example/login"}):
+            resp = await client.post(f"{srv.admin}/login", data={"token": TOKEN},
+                                     headers=header)
+            assert resp.status_code == 403, header
+            assert "tornado_mcp_admin" not in client.cookies
+        own = srv.base.removeprefix("http://")
+        resp = await client.post(f"{srv.admin}/login", data={"token": TOKEN},
+                                 headers={"Origin": f"http://{own}"})
+        assert resp.status_code == 303
+        assert "tornado_mcp_admin" in client.cookies
 
 
 async def test_login_never_redirects_off_the_dashboard() -> None:
     async with running_admin() as srv, httpx.AsyncClient() as client:
-        page = await client.get(f"{srv.admin}/login")
-        xsrf = re.search(r'name="_xsrf" value="([^"]+)"', page.text)
-        assert xsrf
-        resp = await client.post(
-            f"{srv.admin}/login",
-            data={"token": TOKEN, "_xsrf": xsrf.group(1), "next": "//evil.example/"},
-        )
+        resp = await log_in(client, srv.admin, next_="//evil.example/")
         assert resp.status_code == 303
         assert resp.headers["Location"] == "/admin/"
 

@@ -152,6 +152,11 @@ async def test_operator_walk_through(browser: object) -> None:
         assert not srv.transport.snapshot().sessions
         await expect(page.locator("#changes")).to_contain_text("ended session")
 
+        # Log out (a form POST carrying this login's XSRF token): back to the login page.
+        await page.get_by_role("button", name="Log out").click()
+        await expect(page.locator("input[name=token]")).to_be_visible(timeout=WAIT_MS)
+        assert "/admin/login" in page.url
+
         assert errors == []
         await page.close()
 

@@ -8,14 +8,13 @@ tests pin down what the review checked and found sound.
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 import urllib.parse
 from pathlib import Path
 
 import httpx
 import pytest
-from admin_support import BEARER, TOKEN, open_session, running_admin
+from admin_support import BEARER, TOKEN, log_in, open_session, page_xsrf, running_admin
 from tornado.web import create_signed_value
 
 import admin_ui
@@ -33,18 +32,14 @@ async def login(client: httpx.AsyncClient, admin: str, name: str = "alice",
                 next_: str = "/admin/") -> httpx.Response:
     page = await client.get(f"{admin}/login")
     assert page.status_code == 200, page.status_code
-    match = re.search(r'name="_xsrf" value="([^"]+)"', page.text)
-    assert match
-    return await client.post(f"{admin}/login", data={
-        "name": name, "token": TOKEN, "_xsrf": match.group(1), "next": next_})
+    return await log_in(client, admin, name, next_)
 
 
 async def logged_in(client: httpx.AsyncClient, admin: str) -> str:
     resp = await login(client, admin)
     assert resp.status_code == 303, resp.text
-    xsrf = client.cookies.get("_xsrf")
-    assert xsrf and client.cookies.get(COOKIE_NAME)
-    return xsrf
+    assert client.cookies.get(COOKIE_NAME)
+    return await page_xsrf(client, admin)
 
 
 # ================================================================================================

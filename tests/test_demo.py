@@ -5,6 +5,7 @@ a dashboard token it was given.
 
 from __future__ import annotations
 
+import urllib.error
 import urllib.request
 
 import pytest
@@ -105,3 +106,33 @@ def test_a_generated_admin_token_is_printed_once(server_factory: ServerFactory,
     else:
         assert len(lines) == 1 and "(token: " in lines[0]
         assert "--admin-token" not in lines[0]
+
+
+def login_cookie_behind_a_tls_proxy(base_url: str, token: str) -> str:
+    """The dashboard's Set-Cookie for a login that a TLS proxy says came over https."""
+    request = urllib.request.Request(
+        base_url + "/admin/login", data=f"token={token}".encode(), method="POST",
+        headers={"X-Forwarded-Proto": "https",
+                 "Content-Type": "application/x-www-form-urlencoded"})
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: object, **kwargs: object) -> None:
+            return None
+
+    opener = urllib.request.build_opener(NoRedirect)
+    try:
+        opener.open(request, timeout=10)
+    except urllib.error.HTTPError as exc:  # the 303 after a login
+        assert exc.code == 303, exc.code
+        return str(exc.headers["Set-Cookie"]).lower()
+    raise AssertionError("the login did not redirect")
+
+
+@pytest.mark.parametrize("flag", [[], ["--xheaders"]])
+def test_xheaders_makes_the_dashboard_cookie_secure_behind_a_tls_proxy(
+        server_factory: ServerFactory, flag: list[str]) -> None:
+    srv = server_factory(["-m", "tornado_mcp", "demo", "--admin-token", "given-secret-4242",
+                          *flag])
+    cookie = login_cookie_behind_a_tls_proxy(srv.base_url, "given-secret-4242")
+    assert cookie.startswith("tornado_mcp_admin=")
+    assert ("; secure" in cookie) == bool(flag)

@@ -3,7 +3,7 @@
 ``tests/data/json-schema-test-suite/`` holds the suite's ``draft2020-12`` and ``draft7``
 case files (without ``optional/`` and ``refRemote.json``) and its LICENSE, as shipped in
 the ``jsonschema`` 4.26.0 source distribution.  Each schema is compiled with
-:func:`tornado_mcp.jsonschema.compile_schema` (what a tool's contract uses) and each case's
+:func:`tornado_mcp.schema.validate.compile_schema` (what a tool's contract uses) and each case's
 data checked with it.  A draft-07 schema is declared as such with ``$schema``.
 
 Cases whose schemas need documents from the suite's remote server (``localhost:1234``)
@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tornado_mcp.jsonschema import InvalidSchema, compile_schema
+from tornado_mcp.schema.validate import InvalidSchema, compile_schema
 
 SUITE = Path(__file__).parent / "data" / "json-schema-test-suite"
 DIALECTS = {"draft2020-12": None, "draft7": "http://json-schema.org/draft-07/schema#"}

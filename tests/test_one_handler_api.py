@@ -15,8 +15,8 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError as ClientMCPError
 from mcp_http import LEGACY, MODERN, modern_meta, running
 
-from tornado_mcp import Context, Server
-from tornado_mcp.mrtr import ElicitationSchemaError, elicitation
+from tornado_mcp import Context, InputRequired, Server
+from tornado_mcp.server.input import ElicitationSchemaError, elicitation
 
 STEP = 10.0
 NAME_FORM = {"type": "object", "properties": {"name": {"type": "string"}},
@@ -237,3 +237,35 @@ def test_spec_shaped_elicitation_schemas_are_accepted() -> None:
         "colour": {"type": "string", "enum": ["red", "blue"]},
         "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}},
     }, "required": ["name"]})
+
+
+def input_required_server() -> Server:
+    server = Server("asks")
+
+    @server.tool()
+    async def ask_by_result(ctx: Context) -> Any:
+        if "answer" in ctx.input_responses:
+            return "answered"
+        return InputRequired({"answer": elicitation("Name?", {
+            "type": "object", "properties": {"name": {"type": "string"}}})})
+
+    return server
+
+
+@pytest.mark.parametrize(("options", "mode"), [({"json_response": True}, "json_response"),
+                                               ({"stateless": True}, "stateless")])
+async def test_input_required_where_no_question_can_flow_names_the_mode(
+        options: dict[str, Any], mode: str) -> None:
+    """A client that declared elicitation is not told it lacks it: the error names the
+    mode, with a code of its own (-32031, ``data.mode``)."""
+    async with running(input_required_server(), **options) as srv:
+        sid = None if options.get("stateless") else \
+            await srv.initialize(capabilities={"elicitation": {}})
+        r = await srv.post({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                            "params": {"name": "ask_by_result", "arguments": {}}},
+                           session=sid, headers={"Accept": "application/json, text/event-stream"})
+        body = r.messages[-1] if r.messages else r.json
+        assert body["id"] == 7
+        assert body["error"]["code"] == -32031
+        assert body["error"]["data"] == {"mode": mode}
+        assert "capability" not in body["error"]["message"].lower()

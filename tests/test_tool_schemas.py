@@ -14,8 +14,8 @@ import pytest
 from marshmallow import fields, validate
 
 from tornado_mcp import Arg, InputRequired, Server
-from tornado_mcp.docstrings import param_docs
-from tornado_mcp.jsonschema import (
+from tornado_mcp.schema.docstrings import param_docs
+from tornado_mcp.schema.validate import (
     MAX_ERROR_CHARS,
     MAX_QUOTE_CHARS,
     InvalidSchema,

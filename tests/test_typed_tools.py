@@ -15,10 +15,10 @@ import pytest
 from marshmallow import fields, validate
 
 from tornado_mcp import Arg, Server, resource_link
-from tornado_mcp.contract import MAX_ARGUMENT_DEPTH
-from tornado_mcp.jsonschema import MAX_ERROR_CHARS
 from tornado_mcp.protocol import INTERNAL_ERROR, INVALID_PARAMS
 from tornado_mcp.pytest_plugin import mcp_client, mcp_era  # noqa: F401 - fixtures
+from tornado_mcp.schema.validate import MAX_ERROR_CHARS
+from tornado_mcp.server.contract import MAX_ARGUMENT_DEPTH
 from tornado_mcp.testing import Client, RPCError
 
 try:

@@ -16,25 +16,19 @@
 See ``docs/getting-started.md`` for the tour and ``docs/options.md`` for every limit.
 """
 
-from .context import Context
-from .errors import MCPError, MissingClientCapability, ResourceNotFound, ToolError
-from .identity import ANONYMOUS, Principal
 from .introspection import SessionInfo, Snapshot, StreamInfo, TaskTotals, Totals
-from .mrtr import (
-    ElicitationSchemaError,
-    InputRequired,
-    RequestStateCodec,
-    elicitation,
-    roots,
-    sampling,
-)
 from .options import OptionError, TransportOptions
-from .primitives import PromptArgument
-from .results import audio, embedded_resource, image, resource_link, text
-from .server import Server
-from .session import Session
+from .protocol.errors import MCPError, MissingClientCapability, ResourceNotFound, ToolError
+from .protocol.identity import ANONYMOUS, Principal
+from .schema.from_types import Arg
+from .server.context import Context
+from .server.input import ElicitationSchemaError, InputRequired, elicitation, roots, sampling
+from .server.primitives import PromptArgument
+from .server.request_state import RequestStateCodec
+from .server.results import audio, embedded_resource, image, resource_link, text
+from .server.server import Server
+from .server.session import Session
 from .transport import MCPHandler, Transport
-from .typeschema import Arg
 
 __version__ = "0.1.0"
 

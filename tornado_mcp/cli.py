@@ -18,15 +18,15 @@ from collections.abc import Callable
 from typing import Any
 
 import tornado.httpserver
+import tornado.netutil
 import tornado.web
 
-from . import unixsocket
 from .auth.dpop import DPoP
 from .auth.resource import OAuthResource
 from .dashboard import dashboard_routes
 from .options import OPTION_SPECS, OptionError, TransportOptions
-from .server import Server
-from .transport import Transport
+from .server.server import Server
+from .transport import Transport, unixsocket
 
 log = logging.getLogger("tornado_mcp.cli")
 
@@ -54,6 +54,12 @@ def add_option_flags(parser: argparse.ArgumentParser) -> None:
                         help="dashboard token (never printed; a random one is generated "
                              "and printed when omitted)")
     parser.add_argument("--no-admin", action="store_true", help="do not mount the dashboard")
+    parser.add_argument("--xheaders", action="store_true",
+                        help="behind a reverse proxy you trust: take the client's address and "
+                             "scheme from X-Real-IP/X-Forwarded-For and X-Forwarded-Proto "
+                             "(Tornado's xheaders; the dashboard's cookie is then Secure "
+                             "behind a TLS proxy). Never without such a proxy: clients "
+                             "could name any address")
     parser.add_argument("--header-timeout", type=_seconds, default=HEADER_TIMEOUT,
                         metavar="SECONDS",
                         help="close a connection whose request headers take longer, or that "
@@ -79,7 +85,9 @@ def add_option_flags(parser: argparse.ArgumentParser) -> None:
     oauth.add_argument("--oauth-jwks-url", default=None, metavar="URL",
                        help="the issuer's JWKS (default: ISSUER/.well-known/jwks.json)")
     oauth.add_argument("--oauth-audience", default=None, metavar="AUD",
-                       help="the audience tokens must name (default: the endpoint's own URL)")
+                       help="the audience tokens must name, the endpoint's canonical URL "
+                            "(default: http://HOST:PORT/PATH of the bound address; "
+                            "required when --host is a wildcard address)")
     oauth.add_argument("--oauth-scopes", default=None, metavar="LIST",
                        help="comma-separated scopes every request needs")
     oauth.add_argument("--oauth-dpop", choices=("off", "on", "required"), default="off",
@@ -155,12 +163,28 @@ async def _serve(server: Server, options: TransportOptions, args: argparse.Names
     task_store = None
     event_store = None
     if args.redis_url:  # tasks too are kept where every process sees them
-        from .eventstore_redis import RedisEventStore
-        from .tasks.redis_store import RedisTaskStore
+        from .cluster.event_store import RedisEventStore
+        from .cluster.task_store import RedisTaskStore
         task_store = RedisTaskStore(args.redis_url)
         event_store = RedisEventStore(args.redis_url)  # resumable streams' events
+    # Bound first: the OAuth audience defaults to the endpoint's URL on the bound address
+    # (configuration, never a request's Host header), and port 0 is known only now.
+    sockets: list[socket.socket] = []
+    bound_url: str | None = None  # on a Unix socket: none a token could name
+    port = 0
+    if unix is None:
+        sockets = tornado.netutil.bind_sockets(args.port, address=args.host,
+                                               backlog=args.backlog)
+        port = sockets[0].getsockname()[1]
+        bound_url = f"http://{_display(args.host)}:{port}{args.path}"
+    try:
+        oauth = oauth_from_args(args, bound_url)
+    except SystemExit:
+        for sock in sockets:
+            sock.close()
+        raise
     transport = Transport(server, options=options, task_store=task_store,
-                          event_store=event_store, oauth=oauth_from_args(args))
+                          event_store=event_store, oauth=oauth)
     routes: list[Any] = [*transport.routes(args.path)]
     if extra_routes is not None:
         routes.extend(extra_routes(transport))
@@ -174,17 +198,14 @@ async def _serve(server: Server, options: TransportOptions, args: argparse.Names
             shown = "the --admin-token given" if args.admin_token else token
             admin_line = f"dashboard: {{base}}/admin/  (token: {shown})"
     app = tornado.web.Application(routes)
+    xheaders = bool(getattr(args, "xheaders", False))  # a trusted proxy's X-Forwarded-*
+    http = tornado.httpserver.HTTPServer(app, xheaders=xheaders, **http_server_bounds(args))
     advertise: str | None = None
     if unix is not None:  # the same app, on the Unix socket only
-        http = tornado.httpserver.HTTPServer(app, xheaders=False, **http_server_bounds(args))
         http.add_socket(unix[0])
         base = unixsocket.url(args.unix_socket, "")
     else:
-        http = app.listen(args.port, address=args.host, xheaders=False,
-                          backlog=args.backlog, **http_server_bounds(args))
-        port = args.port
-        if port == 0:
-            port = next(iter(http._sockets.values())).getsockname()[1]
+        http.add_sockets(sockets)
         base = f"http://{_display(args.host)}:{port}"
         host = socket.getfqdn() if args.host in ("", "0.0.0.0", "::") else _display(args.host)
         advertise = f"http://{host}:{port}{args.path}"
@@ -213,11 +234,23 @@ def _display(host: str) -> str:
     return "127.0.0.1" if host in ("", "0.0.0.0") else (f"[{host}]" if ":" in host else host)
 
 
-def oauth_from_args(args: argparse.Namespace) -> OAuthResource | None:
-    """The JWT resource server ``--oauth-issuer`` and friends describe, if any."""
+def oauth_from_args(args: argparse.Namespace, bound_url: str | None) -> OAuthResource | None:
+    """The JWT resource server ``--oauth-issuer`` and friends describe, if any; its
+    audience is ``--oauth-audience``, else ``bound_url`` (the endpoint on the bound
+    address), which a wildcard ``--host`` or a Unix socket (``None``) cannot give."""
     issuer = getattr(args, "oauth_issuer", None)
     if not issuer:
         return None
+    audience = args.oauth_audience
+    if not audience and bound_url is None:
+        print("error: --oauth-issuer with --unix-socket needs --oauth-audience "
+              "(the endpoint's public URL, which tokens must name)", file=sys.stderr)
+        raise SystemExit(2)
+    if not audience and args.host in _WILDCARDS:
+        shown = args.host or "''"
+        print(f"error: --oauth-issuer with --host {shown} needs --oauth-audience "
+              "(the endpoint's public URL, which tokens must name)", file=sys.stderr)
+        raise SystemExit(2)
     try:
         import jwt  # noqa: F401
     except ImportError:
@@ -228,5 +261,8 @@ def oauth_from_args(args: argparse.Namespace) -> OAuthResource | None:
     scopes = [s for s in (args.oauth_scopes or "").split(",") if s.strip()]
     dpop_mode = getattr(args, "oauth_dpop", "off")
     dpop = DPoP(required=dpop_mode == "required") if dpop_mode != "off" else None
-    return OAuthResource.jwt(issuer, jwks, args.oauth_audience,
+    return OAuthResource.jwt(issuer, jwks, audience or bound_url,
                              required_scopes=[s.strip() for s in scopes], dpop=dpop)
+
+
+_WILDCARDS = frozenset({"", "0.0.0.0", "::", "[::]"})

@@ -13,11 +13,11 @@ import statistics
 import weakref
 from typing import Any
 
-from .context import Context
-from .errors import MCPError, ResourceNotFound, ToolError
 from .protocol import INVALID_PARAMS, RESOURCES_UPDATED
-from .server import Server
-from .session import Session
+from .protocol.errors import MCPError, ResourceNotFound, ToolError
+from .server.context import Context
+from .server.server import Server
+from .server.session import Session
 
 WELCOME = "Welcome to tornado-mcp. Try the add_note tool."
 #: Distinct URIs the demo tracks legacy subscriptions for (clients choose the URIs).

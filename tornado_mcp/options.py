@@ -25,8 +25,6 @@ log = logging.getLogger("tornado_mcp.options")
 KiB = 1024
 MiB = 1024 * 1024
 
-#: JSON nesting deeper than this is a parse error (-32700, HTTP 400), in both eras.
-MAX_JSON_NESTING = 64
 #: An ``initialize``'s params may hold at most this many JSON values (stateful mode).
 MAX_INITIALIZE_PARAMS_VALUES = 1024
 #: A listen stream may name at most this many distinct resource URIs, whatever the byte bound.
@@ -181,6 +179,9 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
                "Seconds between keepalive comments on listen streams."),
     OptionSpec("sse_keepalive_interval", "seconds", 15.0, True, True,
                "Seconds between keepalive comments on idle legacy SSE streams."),
+    OptionSpec("shutdown_grace", "seconds", 30.0, True, True,
+               "Seconds requests and task runs in flight may take to finish at shutdown "
+               "before they are cancelled."),
     OptionSpec("server_to_client_request_timeout", "seconds", 600.0, False, True,
                "Default wait for sampling, elicitation, roots and ping answers."),
     OptionSpec("max_stream_queue", "int", 1000, False, True,
@@ -267,6 +268,7 @@ class TransportOptions:
     max_resource_subscription_bytes: int | None
     listen_keepalive_interval: float | None
     sse_keepalive_interval: float | None
+    shutdown_grace: float | None
     server_to_client_request_timeout: float
     max_stream_queue: int
     stream_stall_timeout: float | None

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from .server import Server
+from .server.server import Server
 from .testing import Client, Era
 
 try:

@@ -32,15 +32,33 @@ import tornado.netutil
 import tornado.web
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
-from .protocol import LEGACY_VERSIONS, MODERN_VERSIONS
-from .server import Server
+from .protocol import (
+    HEADER_METHOD,
+    HEADER_NAME,
+    HEADER_PARAM_PREFIX,
+    HEADER_PROTOCOL_VERSION,
+    HEADER_SESSION_ID,
+    INITIALIZE,
+    INITIALIZED,
+    LEGACY_VERSIONS,
+    META_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_VERSION,
+    MODERN_VERSIONS,
+    NAME_BEARING,
+    PROMPTS_GET,
+    RESOURCES_READ,
+    TOOLS_CALL,
+    TOOLS_LIST,
+)
+from .server.server import Server
 
 Era = Literal["modern", "legacy"]
 TIMEOUT = 10.0
 
 
 class RPCError(Exception):
-    """A JSON-RPC error answer: ``code`` (see :mod:`tornado_mcp.errors`), ``message``,
+    """A JSON-RPC error answer: ``code`` (see :mod:`tornado_mcp.protocol.errors`), ``message``,
     ``data``, and the HTTP ``status`` it came with."""
 
     def __init__(self, code: int, message: str, data: Any = None, status: int = 200) -> None:
@@ -139,7 +157,7 @@ class Client:
         tools: list[dict[str, Any]] = []
         cursor: str | None = None
         while True:
-            result = await self.request("tools/list", {"cursor": cursor} if cursor else {})
+            result = await self.request(TOOLS_LIST, {"cursor": cursor} if cursor else {})
             tools.extend(result.get("tools", []))
             cursor = result.get("nextCursor")
             if not cursor:
@@ -149,14 +167,14 @@ class Client:
         """Call a tool; a tool error is ``result.is_error``, a protocol error
         :class:`RPCError`."""
         params: dict[str, Any] = {"name": name, "arguments": arguments or {}}
-        return ToolResult(await self.request("tools/call", params))
+        return ToolResult(await self.request(TOOLS_CALL, params))
 
     async def read_resource(self, uri: str) -> dict[str, Any]:
-        return await self.request("resources/read", {"uri": uri})
+        return await self.request(RESOURCES_READ, {"uri": uri})
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None = None
                          ) -> dict[str, Any]:
-        return await self.request("prompts/get", {"name": name, "arguments": arguments or {}})
+        return await self.request(PROMPTS_GET, {"name": name, "arguments": arguments or {}})
 
     async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """Send one request; return its result or raise :class:`RPCError`."""
@@ -164,9 +182,9 @@ class Client:
         headers: dict[str, str] = {}
         if self.era == "modern":
             meta = dict(params.get("_meta") or {})
-            meta.setdefault("io.modelcontextprotocol/protocolVersion", self.protocol_version)
-            meta.setdefault("io.modelcontextprotocol/clientCapabilities", self.capabilities)
-            meta.setdefault("io.modelcontextprotocol/clientInfo", self.client_info)
+            meta.setdefault(META_VERSION, self.protocol_version)
+            meta.setdefault(META_CAPABILITIES, self.capabilities)
+            meta.setdefault(META_CLIENT_INFO, self.client_info)
             params["_meta"] = meta
             headers = self._routing_headers(method, params)
         request_id = next(self._ids)
@@ -191,27 +209,25 @@ class Client:
 
     # -- plumbing -------------------------------------------------------------------------
     async def _initialize(self) -> None:
-        result = await self.request("initialize", {
+        result = await self.request(INITIALIZE, {
             "protocolVersion": self.protocol_version, "capabilities": self.capabilities,
             "clientInfo": self.client_info})
         assert result.get("protocolVersion") == self.protocol_version
-        await self.notify("notifications/initialized")
+        await self.notify(INITIALIZED)
 
     def _routing_headers(self, method: str, params: dict[str, Any]) -> dict[str, str]:
-        headers = {"Mcp-Method": method}
-        if method in ("tools/call", "prompts/get"):
-            headers["Mcp-Name"] = str(params.get("name"))
-        elif method == "resources/read":
-            headers["Mcp-Name"] = str(params.get("uri"))
-        tool = self.server.get_tool(str(params.get("name"))) if method == "tools/call" \
-            else None
+        headers = {HEADER_METHOD: method}
+        name_key = NAME_BEARING.get(method)
+        if name_key is not None:
+            headers[HEADER_NAME] = str(params.get(name_key))
+        tool = self.server.get_tool(str(params.get("name"))) if method == TOOLS_CALL else None
         if tool is not None:
             for header, path in tool.header_params.items():
                 value: Any = params.get("arguments")
                 for key in path:
                     value = value.get(key) if isinstance(value, dict) else None
                 if value is not None:
-                    headers[f"Mcp-Param-{header}"] = _header_value(value)
+                    headers[f"{HEADER_PARAM_PREFIX}{header}"] = _header_value(value)
         return headers
 
     async def _post(self, message: dict[str, Any] | None, headers: dict[str, str] | None = None,
@@ -219,9 +235,9 @@ class Client:
         assert self._fetcher is not None, "use the client inside 'async with'"
         h = {"Content-Type": "application/json",
              "Accept": "application/json, text/event-stream",
-             "MCP-Protocol-Version": self.protocol_version}
+             HEADER_PROTOCOL_VERSION: self.protocol_version}
         if self.session_id is not None:
-            h["Mcp-Session-Id"] = self.session_id
+            h[HEADER_SESSION_ID] = self.session_id
         h.update(headers or {})
         body = json.dumps(message).encode() if message is not None else None
         response = await self._fetcher.fetch(HTTPRequest(
@@ -229,7 +245,7 @@ class Client:
             allow_nonstandard_methods=True), raise_error=False)
         if response.code == 599:
             raise RPCError(0, f"transport failure: {response.error}", status=599)
-        session = response.headers.get("Mcp-Session-Id")
+        session = response.headers.get(HEADER_SESSION_ID)
         if session and self.session_id is None and method == "POST":
             self.session_id = session
         return response.code, _messages(response.headers.get("Content-Type", ""),

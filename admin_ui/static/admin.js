@@ -2,7 +2,8 @@
 //
 // Everything here is served by the admin_ui package itself; nothing is fetched from
 // elsewhere (the Content-Security-Policy forbids it). Plots are plain inline SVG.
-// State-changing requests send Tornado's XSRF token in the X-XSRFToken header.
+// State-changing requests send this login's XSRF token (the page's data-xsrf, which the
+// server derives from the login cookie) in the X-XSRFToken header.
 "use strict";
 
 (function () {

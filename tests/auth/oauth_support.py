@@ -24,7 +24,7 @@ from mcp.shared.auth import (
     OAuthClientMetadata,
     OAuthToken,
 )
-from mcp_http import Running, example_server, running
+from mcp_http import Running, example_server, loopback_sockets, running
 
 from tornado_mcp import Context, Server
 from tornado_mcp.auth import DPoP, OAuthResource
@@ -66,12 +66,16 @@ async def oauth_setup(required: tuple[str, ...] = (TOOLS,), *, dpop: DPoP | None
                       resource: str | None = None, **options: Any
                       ) -> AsyncIterator[OAuthSetup]:
     """A real authorization server, and our server trusting it for JWTs meant for our URL
-    (or ``resource``), accepting DPoP-bound tokens when ``dpop`` is given."""
+    (configured from the address it is bound to, as a deployment configures its own, or
+    ``resource``), accepting DPoP-bound tokens when ``dpop`` is given."""
     async with authorization_server() as authz:
-        oauth = OAuthResource.jwt(authz.issuer, authz.issuer + "/jwks", resource,
-                                  scopes_supported=[TOOLS, ADMIN], required_scopes=required,
-                                  dpop=dpop)
-        async with running(protected_server(), oauth=oauth, **options) as srv:
+        sockets = loopback_sockets()
+        url = f"http://127.0.0.1:{sockets[0].getsockname()[1]}/mcp"
+        oauth = OAuthResource.jwt(authz.issuer, authz.issuer + "/jwks",
+                                  audience=resource or url, scopes_supported=[TOOLS, ADMIN],
+                                  required_scopes=required, dpop=dpop)
+        async with running(protected_server(), oauth=oauth, sockets=sockets,
+                           **options) as srv:
             yield OAuthSetup(authz, srv)
 
 

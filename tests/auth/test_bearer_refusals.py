@@ -46,10 +46,13 @@ async def call(srv: Running, token: str | None, name: str = "whoami",
                                              "_meta": modern_meta()}), headers=headers)
 
 
-def assert_refused(reply: Any, status: int, www: str | None, message: str) -> None:
+def assert_refused(reply: Any, status: int, www: str | None, message: str,
+                   request_id: Any = None) -> None:
+    """A refusal; ``request_id`` once the request was read (a scope refusal), else null
+    (refused from the headers, before the body)."""
     assert reply.status == status, (reply.status, reply.body)
     assert reply.headers.get("Www-Authenticate") == www
-    assert reply.json == {"jsonrpc": "2.0", "id": None,
+    assert reply.json == {"jsonrpc": "2.0", "id": request_id,
                           "error": {"code": -32600, "message": message}}
 
 
@@ -166,13 +169,13 @@ async def test_a_missing_scope_is_403_insufficient_scope_for_each_primitive() ->
         www = challenge(s.srv, "insufficient_scope", f"insufficient scope: requires {ADMIN}",
                         scope=ADMIN)
         message = f"Forbidden: insufficient scope: requires {ADMIN}"
-        assert_refused(await call(s.srv, token, "admin_only"), 403, www, message)
+        assert_refused(await call(s.srv, token, "admin_only"), 403, www, message, 1)
         auth = {"Authorization": f"Bearer {token}"}
         for method, params in (("prompts/get", {"name": "admin_prompt"}),
                                ("resources/read", {"uri": "admin://report"})):
             name = params.get("name") or params["uri"]
             r = await s.srv.modern(method, params, headers={**auth, "Mcp-Name": name})
-            assert_refused(r, 403, www, message)
+            assert_refused(r, 403, www, message, 1)
         # a token lacking the endpoint's own required scope is refused for everything
         bare = mint(s.authz, s.srv.url, scope="profile")
         assert_refused(await call(s.srv, bare), 403,
@@ -208,7 +211,8 @@ async def test_a_failing_verifier_refuses_the_token_and_never_answers_500(
     from mcp_http import example_server, running
 
     from tornado_mcp.auth import OAuthResource
-    oauth = OAuthResource(Broken(), authorization_servers=["http://127.0.0.1:1"])
+    oauth = OAuthResource(Broken(), authorization_servers=["http://127.0.0.1:1"],
+                          resource="http://127.0.0.1:1/mcp")
     async with running(example_server(), oauth=oauth) as srv:
         r = await call(srv, "some-token")
         assert r.status == 401

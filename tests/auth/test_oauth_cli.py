@@ -5,6 +5,7 @@ those flags).  The servers run as subprocesses; the authorization server is real
 
 from __future__ import annotations
 
+import argparse
 import json
 from typing import Any
 
@@ -13,6 +14,8 @@ from authz_server import authorization_server
 from conftest import ServerFactory
 from mcp_http import Running, modern_meta, rpc
 from oauth_support import mint
+
+from tornado_mcp.cli import oauth_from_args
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -79,3 +82,44 @@ async def test_whoami_is_anonymous_without_authentication(
             "subject": None, "scopes": [], "method": "anonymous", "authenticated": False}
     finally:
         srv.client.close()
+
+
+@pytest.mark.parametrize("argv", [["examples/conformance_server.py"],
+                                  ["-m", "tornado_mcp", "demo"]])
+async def test_the_audience_is_the_bound_url_whatever_host_the_client_sends(
+        server_factory: ServerFactory, argv: list[str]) -> None:
+    """A token minted for another resource on a loopback name (another port, ``localhost``)
+    is refused even when the request's ``Host`` names that resource, and the challenge
+    still names the configured URL."""
+    async with authorization_server() as authz:
+        proc = server_factory([*argv, "--no-admin", "--oauth-issuer", authz.issuer,
+                               "--oauth-jwks-url", authz.issuer + "/jwks"])
+        srv = Running.remote(proc.port)
+        try:
+            for other in ("localhost:9999", f"127.0.0.1:{proc.port + 1}",
+                          f"localhost:{proc.port}"):
+                headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call",
+                           "Mcp-Name": "whoami", "Host": other,
+                           "Authorization": f"Bearer {mint(authz, f'http://{other}/mcp')}"}
+                r = await srv.post(rpc("tools/call", {"name": "whoami", "arguments": {},
+                                                      "_meta": modern_meta()}), headers=headers)
+                assert r.status == 401, (other, r.body)
+                assert r.json["error"]["message"] == \
+                    "Unauthorized: token audience is not this resource"
+                assert (f'resource_metadata="http://127.0.0.1:{proc.port}/.well-known/'
+                        'oauth-protected-resource/mcp"') in r.headers["Www-Authenticate"]
+        finally:
+            srv.client.close()
+
+
+def test_a_wildcard_address_needs_an_explicit_audience(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    args = argparse.Namespace(oauth_issuer="https://as.example", oauth_jwks_url=None,
+                              oauth_audience=None, oauth_scopes=None, host="0.0.0.0")
+    with pytest.raises(SystemExit) as exit_info:
+        oauth_from_args(args, "http://127.0.0.1:8000/mcp")
+    assert exit_info.value.code == 2
+    assert "needs --oauth-audience" in capsys.readouterr().err
+    args.oauth_audience = "https://mcp.example.com/mcp"
+    oauth = oauth_from_args(args, "http://127.0.0.1:8000/mcp")
+    assert oauth is not None and oauth.resource_url() == "https://mcp.example.com/mcp"

@@ -19,8 +19,8 @@ from mcp_http import (
 )
 
 from tornado_mcp import Context
-from tornado_mcp.errors import MCPError
-from tornado_mcp.middleware import CallNext, Refused, ToolCall, tool_middleware
+from tornado_mcp.engine.middleware import CallNext, Refused, ToolCall, tool_middleware
+from tornado_mcp.protocol.errors import MCPError
 
 ECHO = {"name": "echo", "arguments": {"text": "hi"}}
 

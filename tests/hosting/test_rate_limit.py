@@ -15,9 +15,9 @@ from admin_support import TOKEN, initialize, running_admin
 from mcp_http import assert_refused, example_server, rpc, running
 
 from tornado_mcp import Transport
-from tornado_mcp.identity import Principal
-from tornado_mcp.middleware import RateLimit
+from tornado_mcp.engine.middleware import MAX_RATE_BUCKETS, RateLimit
 from tornado_mcp.options import TransportOptions
+from tornado_mcp.protocol.identity import Principal
 from tornado_mcp.transport.handler import MCPHandler
 
 LIMIT = 3
@@ -98,13 +98,69 @@ def test_bucket_table_is_bounded(callers: int) -> None:
     now = [0.0]
     limiter = RateLimit(TransportOptions(rate_limit_per_principal=1), max_buckets=3,
                         clock=lambda: now[0])
-    for i in range(callers):
-        assert limiter.take(f"user:{i}") is None
+    answers = [limiter.take(f"user:{i}") for i in range(callers)]
     assert len(limiter) == 3
-    # The first caller's bucket is still empty at the bound; one over, it was dropped.
-    assert (limiter.take("user:0") is None) is (callers == 4)
+    # At the bound every caller has its bucket; one over, every bucket is still refilling
+    # (none can be dropped without freeing its caller early), so the new caller waits
+    # until the first is full again, 60 s on.
+    assert answers == [None] * 3 + [pytest.approx(60.0)] * (callers - 3)
+    assert limiter.take("user:0") == pytest.approx(60.0)  # still limited
+    now[0] = 60.0  # user:0 is full again: its bucket makes room for the new caller
+    assert limiter.take("user:3") is None
+    assert len(limiter) == 3
 
 
+@pytest.mark.parametrize("churn", [MAX_RATE_BUCKETS - 1, MAX_RATE_BUCKETS + 50],
+                         ids=["at-bound", "over"])
+def test_churn_never_frees_a_limited_caller_early(churn: int) -> None:
+    """Up to 10,050 requests from other new callers while one caller is limited: its
+    bucket is never dropped (the callers over the table wait instead), and the table
+    never holds more than its bound."""
+    now = [0.0]
+    limiter = RateLimit(TransportOptions(rate_limit_per_principal=2), clock=lambda: now[0])
+    assert limiter.take("victim") is None and limiter.take("victim") is None
+    answers = []
+    for i in range(churn):
+        now[0] += 1e-5
+        answers.append(limiter.take(f"address:{i}"))
+    fitting = MAX_RATE_BUCKETS - 1
+    assert answers[:fitting] == [None] * min(churn, fitting)
+    # over the table: nobody's bucket is full, so nobody's is dropped; the first other
+    # caller's is full again 30 s after its one request
+    assert answers[fitting:] == [pytest.approx(30.0 - now[0], abs=0.2)] * (churn - fitting)
+    assert len(limiter) == MAX_RATE_BUCKETS
+    wait = limiter.take("victim")
+    assert wait is not None and wait > 29.0  # still limited, as before the churn
+
+
+async def test_a_limited_caller_stays_limited_through_churn_over_the_table() -> None:
+    """Over real HTTP, with the table lowered to 50: 49 other callers fill it, the 50th is
+    refused while every bucket refills; once theirs are full, 49 new callers take their
+    places, never the limited caller's, and the next new one waits again."""
+    server = example_server()
+    transport = Transport(server, rate_limit_per_principal=2)
+    now = [1000.0]
+    transport.rate_limit.clock = lambda: now[0]
+    transport.rate_limit.max_buckets = 50
+
+    def routes(t: Transport) -> list[Any]:
+        return [tornado.web.url("/mcp2", PerUser, {"transport": t})]
+
+    async def status(user: str) -> int:
+        return (await srv.modern("tools/list", headers={"X-User": user})).status
+
+    async with running(server, transport=transport, extra_routes=routes) as srv:
+        srv.url = srv.url + "2"
+        assert [await status("victim") for _ in range(3)] == [200, 200, 429]
+        assert [await status(f"other-{i}") for i in range(49)] == [200] * 49  # at the bound
+        assert len(transport.rate_limit) == 50
+        assert await status("other-49") == 429  # over it: nobody's bucket is full yet
+        assert await status("victim") == 429
+        now[0] += 31  # the others are full again; the victim has a little over one token
+        assert [await status(f"new-{i}") for i in range(49)] == [200] * 49
+        assert await status("new-49") == 429  # only the victim's bucket is left to drop
+        assert len(transport.rate_limit) == 50
+        assert [await status("victim") for _ in range(2)] == [200, 429]
 def test_bucket_refills_at_the_rate() -> None:
     now = [100.0]
     limiter = RateLimit(TransportOptions(rate_limit_per_principal=60), clock=lambda: now[0])

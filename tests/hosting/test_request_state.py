@@ -14,8 +14,8 @@ import pytest
 from mcp_http import Running, assert_refused, example_server, modern_meta, result_of, running
 
 from tornado_mcp import RequestStateCodec
-from tornado_mcp.errors import MCPError
-from tornado_mcp.mrtr import MAX_STATE_CHARS
+from tornado_mcp.protocol.errors import MCPError
+from tornado_mcp.server.request_state import MAX_STATE_CHARS
 
 K1, K2, K3 = (bytes([n]) * 32 for n in (1, 2, 3))
 PARAMS = {"name": "book", "arguments": {"city": "Lyon"}}

@@ -15,7 +15,7 @@ import tornado.web
 from mcp_http import TIMEOUT, Running, final, modern_meta, result_of, rpc, running, wait_until
 
 from tornado_mcp import Context, Server, Transport
-from tornado_mcp.offloop import wait_on_loop
+from tornado_mcp.server.sync_handlers import wait_on_loop
 
 BLOCK_SECONDS = 2.0
 ROUTE_BUDGET = 0.2  # seconds the host app's route may take while a tool blocks

@@ -27,10 +27,11 @@ from mcp_http import (
     wait_until,
 )
 
-from tornado_mcp import Server, jsonio
+from tornado_mcp import Server
+from tornado_mcp.engine.listen import MAX_LISTEN_ID_LENGTH
 from tornado_mcp.introspection import REFUSAL_KINDS
 from tornado_mcp.options import MAX_INITIALIZE_PARAMS_VALUES, MAX_RESOURCE_SUBSCRIPTION_URIS
-from tornado_mcp.transport.listen import MAX_LISTEN_ID_LENGTH
+from tornado_mcp.protocol import jsonio
 
 KiB = 1024
 

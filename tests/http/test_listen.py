@@ -334,12 +334,12 @@ async def test_resource_updates_from_every_source(srv: Running) -> None:
     await asyncio.get_running_loop().run_in_executor(None, thread.join, TIMEOUT)
     sources.append("thread")
     await watched.wait_messages(3)
-    # 2. A legacy session's session.notify_resources_updated (no GET stream needed).
+    # 2. A legacy session's session.notify_resources_updated tells that session only:
+    #    no listen stream hears it (server.notify_resources_updated does, once).
     sid = await srv.initialize()
     session = srv.transport.sessions.get(sid)
     assert session is not None
     session.notify_resources_updated(WATCHED)
-    sources.append("session")
     # 3. A modern request: touch_resource (no legacy session has subscribed yet).
     r = await srv.modern("tools/call", {"name": "touch_resource",
                                         "arguments": {"uri": WATCHED}})

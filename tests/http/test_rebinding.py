@@ -14,6 +14,7 @@ from mcp_http import (
 )
 
 from tornado_mcp import Server
+from tornado_mcp.transport.security import parse_host
 
 
 async def test_bad_host_is_403() -> None:
@@ -83,3 +84,37 @@ async def test_the_check_retains_no_large_client_header_values() -> None:
             assert r.status == 403
         held = srv.transport.rebinding.cached_header_chars()
         assert held < 64 * 1024, held
+
+
+@pytest.mark.parametrize("host", [
+    "[::1].evil.example", "[::1]evil.example", "[::1]:80.evil.example", "[::1", "::1",
+    "localhost:evil.example", "localhost:80:80", "localhost:", "localhost:99999",
+    "localhost:+80", "localhost.evil.example", "127.0.0.1.evil.example", "[fe80::1%25eth0]",
+    "[127.0.0.1]", "-localhost", "localhost:1e3",
+])
+async def test_a_host_that_only_begins_like_a_loopback_name_is_403(host: str) -> None:
+    async with running(example_server()) as srv:
+        r = await srv.post(init_msg(), headers={"Host": host})
+        assert_refused(r, 403, -32600, "Forbidden: Invalid Host header")
+        assert len(srv.transport.sessions) == 0
+
+
+@pytest.mark.parametrize("host", ["localhost", "localhost:{port}", "LocalHost:{port}",
+                                  "127.0.0.1", "127.0.0.1:{port}", "[::1]", "[::1]:{port}",
+                                  "[0:0:0:0:0:0:0:1]:{port}"])
+async def test_loopback_hosts_as_a_browser_writes_them_are_accepted(host: str) -> None:
+    async with running(example_server()) as srv:
+        r = await srv.post(init_msg(), headers={"Host": host.format(port=srv.port)})
+        assert r.status == 200, r.body
+
+
+def test_hosts_are_parsed_into_name_and_numeric_port() -> None:
+    assert parse_host("[::1]:8000") == ("[::1]", "8000")
+    assert parse_host("mcp.example.com") == ("mcp.example.com", None)
+    assert parse_host("api.example:65535") == ("api.example", "65535")
+    assert parse_host("[0:0:0:0:0:0:0:1]") == ("[::1]", None)
+    # what Tornado already answers 400 to never reaches the check, and would fail it too
+    for bad in ("api.example:65536", "api.example:0x50", "", "[]", "[::1]]", "a..b",
+                "localhost@evil.example", "evil.example@localhost", "localhost\\evil",
+                "local host"):
+        assert parse_host(bad) is None, bad

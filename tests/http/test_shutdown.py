@@ -1,5 +1,7 @@
-"""``Transport.close()``: streams end, sessions go, requests in flight are answered, and nothing
-(handlers, stalled writes, draining refusals) is left behind.
+"""``Transport.close()``: new requests are refused at once, requests in flight get
+``shutdown_grace`` seconds to finish, then streams end, sessions go, what is left is
+cancelled and answered, and nothing (handlers, stalled writes, draining refusals) is left
+behind.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from tornado_mcp import Server
 
 async def test_close_ends_get_streams_and_drops_every_session() -> None:
     server, probe = probe_server()
-    async with running(server) as srv:
+    async with running(server, shutdown_grace=0.2) as srv:
         a, b = await srv.initialize(), await srv.initialize()
         ga, gb = await srv.get_stream(a), await srv.get_stream(b)
         p = await post_stream(srv, rpc("tools/call", {"name": "block"}, "z"), a)
@@ -41,17 +43,18 @@ async def test_close_ends_get_streams_and_drops_every_session() -> None:
         assert snap.totals.in_flight == 0
         after = await srv.post(init_msg())
         assert after.status == 503 and len(srv.transport.sessions) == 0
+        assert after.headers["Retry-After"] == "5"
 
 
-async def test_a_modern_request_in_flight_at_close_is_answered_503() -> None:
+async def test_a_modern_request_still_running_after_the_grace_is_answered_503() -> None:
     server, probe = probe_server()
-    async with running(server) as srv:
+    async with running(server, shutdown_grace=0.2) as srv:
         task = asyncio.ensure_future(
             srv.modern("tools/call", {"name": "block", "arguments": {}}, request_id=5))
         await asyncio.wait_for(probe.started.wait(), TIMEOUT)
         await srv.transport.close()
         r = await task
-        assert r.status == 503
+        assert r.status == 503 and r.headers["Retry-After"] == "5"
         assert r.json == {"jsonrpc": "2.0", "id": 5, "error": {
             "code": -32603, "message": "Service unavailable: shutting down"}}
         await asyncio.wait_for(probe.cancelled.wait(), TIMEOUT)

@@ -4,8 +4,9 @@ A real Tornado application on a loopback port whose login is a signed ``user`` c
 an ``Authorization: token`` header) stands in for the host: its ``authenticate`` callable
 is asked instead of the dashboard's token, sync or async; anonymous API calls get 401,
 anonymous browsers go to the host's login page (or get a 401 page when there is none), the
-dashboard's own login page sends them there too, cookie changes need the XSRF token while
-header-authenticated ones do not, and a token together with a hook is refused.
+dashboard's own login page sends them there too, cookie changes need the XSRF token (and
+no foreign ``Origin``) while header-authenticated ones do not, and a token together with a
+hook is refused.
 """
 
 from __future__ import annotations
@@ -103,6 +104,10 @@ async def test_changes_need_xsrf_with_a_cookie_but_not_with_a_header() -> None:
         changed = await http.patch("/admin/api/limits", json={"max_sessions": 9},
                                    headers={"X-XSRFToken": xsrf})
         assert changed.status_code == 200, changed.text
+        foreign = await http.patch("/admin/api/limits", json={"max_sessions": 7},
+                                   headers={"X-XSRFToken": xsrf,
+                                            "Origin": "https://sibling.example"})
+        assert foreign.status_code == 403  # another site's page, even with the token
         http.cookies.clear()
         scripted = await http.patch("/admin/api/limits", json={"max_sessions": 8},
                                     headers={"Authorization": f"token {HOST_TOKEN}"})

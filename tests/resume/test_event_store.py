@@ -6,8 +6,8 @@ is counted, and a session's end drops all of it.
 
 from __future__ import annotations
 
-from tornado_mcp.eventstore import MemoryEventStore
 from tornado_mcp.protocol import Refusal
+from tornado_mcp.transport.event_store import MemoryEventStore
 
 
 class Clock:

@@ -25,7 +25,7 @@ from test_event_store import Clock, ev
 from test_resumable_streams import closed_post, events, resume_get, stepped_server
 from test_sdk_resume import resumable_server, text_of
 
-from tornado_mcp.eventstore_redis import DEFAULT_PREFIX, RedisEventStore
+from tornado_mcp.cluster.event_store import DEFAULT_PREFIX, RedisEventStore
 from tornado_mcp.protocol import Refusal
 from tornado_mcp.transport.resume import NOT_RESUMABLE
 

@@ -14,7 +14,8 @@ import pytest
 from mcp_http import Running, assert_refused, result_of, running, wait_until
 from tasks_http import call, start, task_request, until
 
-from tornado_mcp import Server, jsonio
+from tornado_mcp import Server
+from tornado_mcp.protocol import jsonio
 from tornado_mcp.tasks import task_tool
 
 pytestmark = pytest.mark.timeout(60)

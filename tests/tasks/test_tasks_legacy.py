@@ -44,6 +44,7 @@ async def start(srv: Running, sid: str, tool: str, arguments: dict[str, Any],
                               {"name": tool, "arguments": arguments, "task": {"ttl": ttl}})
     task: dict[str, Any] = reply["result"]["task"]
     assert reply["result"]["_meta"] == {RELATED: {"taskId": task["taskId"]}}
+    assert reply["result"]["content"] == []  # what the official Python SDK 2.3.0 client needs
     return task
 
 

@@ -13,8 +13,8 @@ from tasks_http import call, start, task_request, until
 from test_scaleout import redis_url  # noqa: F401 - the real redis-server fixture
 
 from tornado_mcp import Server, Transport
+from tornado_mcp.cluster.task_store import RedisTaskStore
 from tornado_mcp.tasks import TaskRecord
-from tornado_mcp.tasks.redis_store import RedisTaskStore
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tornado_mcp.hub import (
+from tornado_mcp.engine.listen_index import (
     LIST_CHANGED,
     LISTEN_METHODS,
     ListenStream,

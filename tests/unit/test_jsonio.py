@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tornado_mcp import jsonio
-from tornado_mcp.options import MAX_JSON_NESTING
+from tornado_mcp.protocol import jsonio
+from tornado_mcp.protocol.jsonio import MAX_JSON_NESTING
 
 
 def nested(depth: int) -> bytes:
@@ -98,7 +98,7 @@ def test_count_values_exceeds_stops_early_on_a_huge_value() -> None:
 _FALLBACK = r"""
 import json, sys
 sys.modules["orjson"] = None
-from tornado_mcp import jsonio
+from tornado_mcp.protocol import jsonio
 assert jsonio._orjson is None
 bad = []
 for body in (b"[NaN]", b'{"a":Infinity}', '{"a":1}'.encode("utf-16"), b"\xff\xfe{}",

@@ -252,7 +252,7 @@ def test_every_bound_is_nullable_exactly_as_documented() -> None:
         "forward_idle_timeout", "listen_keepalive_interval", "max_initialize_request_bytes",
         "max_listen_subscriptions", "max_resource_subscription_bytes", "max_sessions",
         "max_task_result_bytes", "max_tasks", "rate_limit_per_principal",
-        "session_idle_timeout", "sse_keepalive_interval", "stream_stall_timeout",
+        "session_idle_timeout", "shutdown_grace", "sse_keepalive_interval", "stream_stall_timeout",
         "sync_handler_threads"]
     assert NOT_NULLABLE_BOUNDS == [
         "cluster_heartbeat_ttl", "cluster_outage_buffer", "cluster_stream_length",

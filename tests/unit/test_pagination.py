@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from tornado_mcp.errors import MCPError
-from tornado_mcp.pagination import decode_cursor, encode_cursor, paginate
 from tornado_mcp.protocol import INVALID_PARAMS
+from tornado_mcp.protocol.errors import MCPError
+from tornado_mcp.protocol.pagination import decode_cursor, encode_cursor, paginate
 
 ITEMS = list(range(10))
 

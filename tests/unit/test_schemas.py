@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from marshmallow import Schema
 
-from tornado_mcp import schemas
-from tornado_mcp.errors import MCPError
-from tornado_mcp.schemas import load
+from tornado_mcp.protocol import shapes as schemas
+from tornado_mcp.protocol.errors import MCPError
+from tornado_mcp.protocol.shapes import load
 
 V = "io.modelcontextprotocol/protocolVersion"
 C = "io.modelcontextprotocol/clientCapabilities"

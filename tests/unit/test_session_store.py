@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tornado_mcp.session import Session, SessionStore
+from tornado_mcp.server.session import Session, SessionStore
 
 
 class Store:
@@ -77,13 +77,12 @@ def test_notifications_without_a_notifier_are_not_sent() -> None:
     s = session()
     assert s.send_notification("notifications/message", {"level": "info"}) is False
     assert s.notify_resources_updated("test://a") is False
-    calls: list[tuple[str, Any, bool]] = []
-    s.notifier = lambda sess, method, params, everywhere: calls.append(
-        (method, params, everywhere)) is None
+    calls: list[tuple[str, Any]] = []
+    s.notifier = lambda sess, method, params: calls.append((method, params)) is None
     assert s.send_notification("notifications/message") is True
-    assert s.notify_resources_updated("test://a") is True
-    assert calls == [("notifications/message", None, False),
-                     ("notifications/resources/updated", {"uri": "test://a"}, True)]
+    assert s.notify_resources_updated("test://a") is True  # this session only
+    assert calls == [("notifications/message", None),
+                     ("notifications/resources/updated", {"uri": "test://a"})]
 
 
 # -- SessionStore --------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from tornado_mcp.sse import SSEChannel
+from tornado_mcp.transport.sse import SSEChannel
 
 
 class StuckPeer:

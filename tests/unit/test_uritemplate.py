@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tornado_mcp.uritemplate import MAX_URI_LENGTH, UriTemplate
+from tornado_mcp.protocol.uritemplate import MAX_URI_LENGTH, UriTemplate
 
 
 def test_variables_in_order() -> None:

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..protocol.auth_errors import AuthError, InvalidToken, VerifierBusy
+from ..server.scopes import ScopeRules
 from .dpop import DPoP
-from .errors import AuthError, InvalidToken
 from .resource import OAuthResource
-from .scopes import ScopeRules
 from .token_introspection import IntrospectionVerifier
 from .verifier import TokenVerifier
 
@@ -39,6 +39,7 @@ __all__ = [
     "OAuthResource",
     "ScopeRules",
     "TokenVerifier",
+    "VerifierBusy",
 ]
 
 

@@ -29,7 +29,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..protocol import Refusal
-from .errors import AuthError
+from ..protocol.auth_errors import AuthError
 
 #: The request header carrying the proof, and the one carrying a server nonce.
 HEADER_DPOP = "DPoP"

@@ -12,17 +12,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
-from ..identity import Principal
 from ..protocol import HEADER_AUTHORIZATION
-from .dpop import HEADER_DPOP, HEADER_DPOP_NONCE, DPoP, DPoPError, normalise_url, same_text
-from .errors import AuthError, invalid
-
-if TYPE_CHECKING:
-    from ..transport.handler import MCPHandler
-    from .resource import OAuthResource
+from ..protocol.auth_errors import AuthError, invalid
+from ..protocol.identity import Principal
+from .dpop import HEADER_DPOP, DPoP, DPoPError, normalise_url, same_text
 
 log = logging.getLogger("tornado_mcp.auth")
 
@@ -37,32 +33,34 @@ def bound_key(principal: Principal) -> str | None:
     return jkt if isinstance(jkt, str) and jkt else None
 
 
-def check_bearer(oauth: OAuthResource, principal: Principal) -> None:
-    """Refuse a token sent as ``Bearer`` that is DPoP-bound, or any when DPoP is required."""
+def check_bearer(dpop: DPoP | None, principal: Principal) -> None:
+    """Refuse a token sent as ``Bearer`` that is DPoP-bound, or any when ``dpop`` requires
+    DPoP."""
     if bound_key(principal) is not None:
         raise invalid("DPoP-bound token presented as a Bearer token "
                       "(send Authorization: DPoP with a proof)")
-    if oauth.dpop is not None and oauth.dpop.required:
+    if dpop is not None and dpop.required:
         raise invalid("this resource requires DPoP-bound tokens (Authorization: DPoP)")
 
 
-def request_url(oauth: OAuthResource, request: Any) -> str:
-    """The URL a proof's ``htu`` must name: the configured resource's scheme and host
-    (the ``Host`` header only when no resource URL is configured) and the request path."""
-    if oauth.resource is not None:
-        parts = urlsplit(oauth.resource)
+def request_url(resource: str | None, request: Any) -> str:
+    """The URL a proof's ``htu`` must name: the configured ``resource``'s scheme and host
+    (a request's ``Host`` only for a caller without one) and the request path."""
+    if resource is not None:
+        parts = urlsplit(resource)
         base = f"{parts.scheme}://{parts.netloc}"
     else:
         base = f"{request.protocol}://{request.host}"
     return normalise_url(base + request.path)
 
 
-async def authenticate_dpop(h: MCPHandler, oauth: OAuthResource, dpop: DPoP, token: str,
+async def authenticate_dpop(request: Any, resource: str | None, dpop: DPoP, token: str,
                             verify: Callable[[str], Awaitable[Principal]]) -> Principal:
-    """The principal of a DPoP request presenting ``token``, or :class:`AuthError`."""
-    request = h.request
+    """The principal of a DPoP ``request`` (Tornado's) presenting ``token`` at the endpoint
+    whose canonical URL is ``resource``, or :class:`AuthError`.  With nonces on, the caller
+    answers with ``DPoP-Nonce``."""
     try:
-        url = request_url(oauth, request)
+        url = request_url(resource, request)
     except ValueError:
         raise DPoPError("the request URL cannot be matched against a DPoP proof") from None
     try:
@@ -80,8 +78,6 @@ async def authenticate_dpop(h: MCPHandler, oauth: OAuthResource, dpop: DPoP, tok
     if not same_text(jkt, proof.jkt):
         raise invalid("token is bound to another key than the DPoP proof's")
     dpop.replays.record(proof.jkt, proof.jti)
-    if dpop.nonces:
-        h.set_header(HEADER_DPOP_NONCE, dpop.nonce())
     return principal
 
 

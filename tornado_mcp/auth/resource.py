@@ -15,13 +15,16 @@ are verified, and what the endpoint is called; the transport then
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..protocol import WELL_KNOWN_PROTECTED_RESOURCE
+from ..protocol.auth_errors import AuthError
 from .dpop import DPoP
-from .errors import AuthError
+from .quietlog import Throttled
 from .verifier import TokenVerifier
 
 
@@ -29,11 +32,12 @@ from .verifier import TokenVerifier
 class OAuthResource:
     """How the endpoint accepts bearer tokens.
 
-    ``resource``: the endpoint's canonical URL (what tokens' audience must be).  Set it in
-    production; when ``None`` it is taken from each request's scheme, ``Host`` and path,
-    which is only as trustworthy as the ``Host`` header (keep DNS-rebinding protection on,
-    with ``allowed_hosts`` naming your public host names).  ``required_scopes``: what every
-    request needs; per-tool scopes come on top (``@server.tool(scopes=[...])``).
+    ``resource``: the endpoint's canonical URL (RFC 8707, RFC 9728): the audience tokens
+    must name, unless the verifier has its own, and the ``resource`` of the metadata.  It
+    is configuration and required: it is never taken from a request (a ``Host`` header is
+    the client's to choose), so a resource without it raises :class:`ValueError`.
+    ``required_scopes``: what every request needs; per-tool scopes come on top
+    (``@server.tool(scopes=[...])``).
     ``dpop``: also accept DPoP-bound tokens (RFC 9449; see :class:`~tornado_mcp.auth.DPoP`).
     """
 
@@ -46,23 +50,35 @@ class OAuthResource:
     resource_documentation: str | None = None
     extra_metadata: dict[str, Any] = field(default_factory=dict)
     dpop: DPoP | None = None
+    #: Where a verifier that raises (a bug, never a bad token) is logged, throttled.
+    verifier_errors: Throttled = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.resource = canonical_resource(self.resource)
+        self.verifier_errors = Throttled(logging.getLogger("tornado_mcp.auth"))
 
     @classmethod
     def jwt(cls, issuer: str, jwks_url: str, audience: str | None = None,
             **kwargs: Any) -> OAuthResource:
         """A resource accepting JWTs from ``issuer`` (keys from ``jwks_url``) meant for
-        ``audience``: by default the endpoint's own URL, which is also then the
-        ``resource`` (needs the ``oauth`` extra).  ``kwargs`` are the other fields."""
+        ``audience``, the endpoint's canonical URL (also the ``resource`` unless one is
+        given; one of the two is required).  Needs the ``oauth`` extra.  ``kwargs`` are
+        the other fields, and the :class:`~.jwt_verifier.JWTVerifier` options
+        (``max_key_age``, ``token_types``, ...)."""
         from .jwt_verifier import JWTVerifier
 
-        kwargs.setdefault("resource", audience)
-        return cls(JWTVerifier(issuer, jwks_url, audience=audience), [issuer], **kwargs)
+        resource = kwargs.pop("resource", None) or audience
+        if resource is None:
+            raise ValueError(_NO_RESOURCE)
+        verifier_options = {k: kwargs.pop(k) for k in list(kwargs) if k in _JWT_OPTIONS}
+        return cls(JWTVerifier(issuer, jwks_url, audience=audience, **verifier_options),
+                   [issuer], resource=resource, **kwargs)
 
-    def resource_url(self, request: Any, path: str) -> str:
-        """The canonical URL of the endpoint mounted at ``path``, as ``request`` reached it."""
-        if self.resource is not None:
-            return self.resource
-        return f"{request.protocol}://{request.host}{path}"
+    def resource_url(self, request: Any = None, path: str = "") -> str:
+        """The canonical URL of the endpoint: the configured ``resource``, whatever
+        ``request`` (kept for callers passing one) says."""
+        assert self.resource is not None  # __post_init__ refuses None
+        return self.resource
 
     @staticmethod
     def metadata_path(path: str) -> str:
@@ -109,6 +125,28 @@ class OAuthResource:
             parts.append(f'error="{error.error}"')
             parts.append(f'error_description="{_quoted(error.description)}"')
         return "Bearer " + ", ".join(parts)
+
+
+_NO_RESOURCE = ("an OAuth resource needs its canonical URL: pass resource= (or audience=), "
+                "e.g. 'https://mcp.example.com/mcp'; it is never derived from a request's "
+                "Host header")
+#: The keyword arguments of :meth:`OAuthResource.jwt` that go to the verifier.
+_JWT_OPTIONS = frozenset({"algorithms", "leeway", "max_keys", "max_jwks_bytes",
+                          "refresh_interval", "max_key_age", "fetch_timeout", "cache_size",
+                          "cache_ttl", "token_types", "require_typ"})
+
+
+def canonical_resource(url: str | None) -> str:
+    """``url`` when it can be a resource indicator (RFC 8707 §2: an absolute ``http(s)``
+    URI without a fragment), else :class:`ValueError`."""
+    if not url:
+        raise ValueError(_NO_RESOURCE)
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.fragment \
+            or "#" in url:
+        raise ValueError(f"resource must be an absolute http(s) URL without a fragment: "
+                         f"{url!r}")
+    return url
 
 
 def _quoted(text: str) -> str:

@@ -20,10 +20,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from ..identity import Principal
+from ..protocol.auth_errors import InvalidToken
+from ..protocol.identity import Principal
 
 #: How a bearer-authenticated principal says how it was authenticated.
 BEARER = "bearer"
+#: The namespaces of a bearer principal's subject: a user (``sub``), a client on its own
+#: behalf (``client_id``).
+USER = "user"
+CLIENT = "client"
 
 
 class TokenVerifier(Protocol):
@@ -58,12 +63,20 @@ def audiences_of(claims: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def principal_of(claims: Mapping[str, Any]) -> Principal:
-    """The principal a verified token's claims describe (subject ``sub``, else ``client_id``)."""
-    subject = claims.get("sub") or claims.get("client_id")
-    return Principal.of(str(subject) if subject is not None else "unknown",
-                        scopes_of(claims), claims, method=BEARER)
+    """The principal a verified token's claims describe.
 
+    Its subject is the token's ``sub`` (namespace ``"user"``), or for a token without one
+    (a client acting for itself) its ``client_id`` (namespace ``"client"``): a client whose
+    id is some user's ``sub`` is never that user.  A token naming neither, or naming one
+    that is not a non-empty string, is refused with :class:`InvalidToken`: callers without
+    a subject would all be the same caller, sharing sessions, tasks and sealed state."""
+    for claim, namespace in (("sub", USER), ("client_id", CLIENT)):
+        value = claims.get(claim)
+        if value is None:
+            continue
+        if not isinstance(value, str) or not value:
+            raise InvalidToken(f"token {claim} claim is not a non-empty string")
+        return Principal.of(value, scopes_of(claims), claims, method=BEARER,
+                            namespace=namespace)
+    raise InvalidToken("token names no subject: it has neither a sub nor a client_id claim")
 
-def same_resource(a: str, b: str) -> bool:
-    """Two resource URLs name the same endpoint (a trailing slash makes no difference)."""
-    return a.rstrip("/") == b.rstrip("/")

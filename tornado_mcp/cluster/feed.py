@@ -20,8 +20,7 @@ from collections.abc import Callable
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
-from .. import jsonio
-from ..protocol import Refusal
+from ..protocol import Refusal, jsonio
 from .link import DOWN
 
 if TYPE_CHECKING:

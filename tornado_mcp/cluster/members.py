@@ -20,8 +20,8 @@ import dataclasses
 import time
 from typing import TYPE_CHECKING, Any
 
-from .. import jsonio
 from ..introspection import ProcessInfo
+from ..protocol import jsonio
 from .link import DOWN
 
 #: Unknown process ids remembered at most (the table starts over when full).

@@ -19,9 +19,9 @@ import logging
 import secrets
 from typing import TYPE_CHECKING, Any
 
-from .. import jsonio
-from ..mrtr import RequestStateCodec
 from ..options import LIVE_OPTIONS, OptionError
+from ..protocol import jsonio
+from ..server.request_state import RequestStateCodec
 
 if TYPE_CHECKING:
     from .core import Cluster

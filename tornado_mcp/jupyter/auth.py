@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from tornado.web import RequestHandler
 
-from ..identity import Principal
 from ..protocol import INVALID_REQUEST
+from ..protocol.identity import Principal
 from ..transport import MCPHandler
-from ..transport.jsonrpc import Reply
+from ..transport.reply import Reply
 
 if TYPE_CHECKING:
     from jupyter_server.auth import User

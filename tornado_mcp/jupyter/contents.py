@@ -23,12 +23,12 @@ from typing import Any
 
 from tornado.web import HTTPError
 
-from ..context import Context
-from ..errors import MCPError, ResourceNotFound, ToolError
 from ..protocol import INVALID_PARAMS, RESOURCES_UPDATED
-from ..server import Server
-from ..session import Session
-from ..uritemplate import UriTemplate
+from ..protocol.errors import MCPError, ResourceNotFound, ToolError
+from ..protocol.uritemplate import UriTemplate
+from ..server.context import Context
+from ..server.server import Server
+from ..server.session import Session
 
 #: The resource template of notebooks; ``{+path}`` keeps the path's slashes.
 NOTEBOOK_TEMPLATE = UriTemplate("notebook://{+path}")

@@ -26,9 +26,9 @@ from jupyter_server.extension.application import ExtensionApp
 from jupyter_server.utils import url_path_join
 from traitlets import Bool, Float, Int, List, TraitError, TraitType, Unicode
 
-from ..context import Context
 from ..options import LIVE_OPTIONS, OPTION_SPECS, OptionSpec, TransportOptions
-from ..server import Server
+from ..server.context import Context
+from ..server.server import Server
 from ..transport import Transport
 from .auth import JupyterMCPHandler, dashboard_user
 from .contents import ContentsTools

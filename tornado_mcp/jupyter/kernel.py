@@ -21,8 +21,8 @@ import queue
 import re
 from typing import Any
 
-from ..context import Context
-from ..errors import ToolError
+from ..protocol.errors import ToolError
+from ..server.context import Context
 from .contents import require_scope
 
 #: The scope Jupyter's authorizer grants for running code (see :mod:`.auth`).

@@ -19,6 +19,6 @@ __all__ = ["RunAsTask", "Status", "TaskManager", "TaskRecord", "TaskStore", "dec
 
 def __getattr__(name: str) -> object:
     if name == "RedisTaskStore":  # imports redis only when asked for
-        from .redis_store import RedisTaskStore
+        from ..cluster.task_store import RedisTaskStore
         return RedisTaskStore
     raise AttributeError(name)

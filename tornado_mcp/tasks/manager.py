@@ -25,11 +25,8 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from .. import jsonio
-from ..context import Context
-from ..errors import MCPError
 from ..protocol import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -38,20 +35,38 @@ from ..protocol import (
     TASKS_STATUS,
     TOOLS_CALL,
     Refusal,
+    jsonio,
 )
+from ..protocol.errors import MCPError, error_of
+from ..server.context import Context
 from .record import Status, TaskRecord
 from .store import TaskStore
 from .support import RunAsTask, tool_result
-from .watch import Watchers
 
 if TYPE_CHECKING:
-    from ..session import Session
-    from ..transport.core import Transport
+    from ..options import TransportOptions
+    from ..server.server import Server
+    from ..server.session import Session
 
 log = logging.getLogger("tornado_mcp.tasks")
 
 #: What a task context's channel does: nothing streams from a task (no request is open).
 _NO_STREAM = "A task has no stream to the client: return InputRequired to ask for input"
+
+
+class TaskHost(Protocol):
+    """What the task manager needs of the engine that owns it."""
+
+    @property
+    def server(self) -> Server: ...
+
+    @property
+    def options(self) -> TransportOptions: ...
+
+    def count_refusal(self, kind: Refusal) -> None: ...
+
+    def task_changed(self, record: TaskRecord) -> None:
+        """A task's status changed: tell the listen streams watching it."""
 
 
 class _Facts:
@@ -65,7 +80,7 @@ class _Facts:
 
 
 class _TaskChannel:
-    """The :class:`~tornado_mcp.context.RequestChannel` of a task's context."""
+    """The :class:`~tornado_mcp.server.context.RequestChannel` of a task's context."""
 
     def __init__(self, server: Any) -> None:
         self.server = server
@@ -111,8 +126,8 @@ class Job:
 class TaskManager:
     """Creates, runs and tracks one transport's tasks; see the module docstring."""
 
-    def __init__(self, transport: Transport, store: TaskStore | None = None) -> None:
-        self.t = transport
+    def __init__(self, host: TaskHost, store: TaskStore | None = None) -> None:
+        self.t = host
         self.store = store if store is not None else TaskStore()
         self.store.process_id = self.process_id = secrets.token_hex(8)
         self.store.on_signal = self._on_signal
@@ -122,8 +137,6 @@ class TaskManager:
         self._deliveries: set[asyncio.Future[None]] = set()
         #: One timer per kept task, at its expiry: nothing outlives its TTL.
         self._timers: dict[str, asyncio.TimerHandle] = {}
-        #: Listen streams watching tasks (``taskIds``).
-        self.watchers = Watchers()
 
     async def ready(self) -> TaskStore:
         """The store, started on first use."""
@@ -202,12 +215,9 @@ class TaskManager:
                     "code": INTERNAL_ERROR, "message": "Task expired: its TTL elapsed"})
             else:
                 await self._finish(job, Status.CANCELLED, message="Cancelled by the client")
-        except MCPError as exc:
-            await self._finish(job, Status.FAILED, error=exc.to_error())
-        except Exception:
-            log.exception("task %s (%s) raised", job.record.task_id, job.record.tool)
-            await self._finish(job, Status.FAILED,
-                               error={"code": INTERNAL_ERROR, "message": "Internal error"})
+        except Exception as exc:
+            await self._finish(job, Status.FAILED, error=error_of(
+                exc, f"task {job.record.task_id} ({job.record.tool})"))
 
     async def _park(self, job: Job, result: dict[str, Any]) -> None:
         """Wait in ``input_required`` until every input request is answered, then set up
@@ -317,7 +327,7 @@ class TaskManager:
         session = job.session
         if session is not None:
             session.send_notification(TASKS_STATUS, job.record.legacy_task())
-        self.watchers.announce(job.record)
+        self.t.task_changed(job.record)
 
     async def wait_change(self, record: TaskRecord, timeout: float) -> None:
         """Wait until the task changes (a local one), or ``timeout`` seconds."""
@@ -329,6 +339,15 @@ class TaskManager:
             await asyncio.wait_for(job.changed.wait(), timeout)
 
     # -- lifecycle ---------------------------------------------------------------------------
+    async def drain(self, grace: float | None) -> bool:
+        """Wait up to ``grace`` seconds (``None``: without a bound) for the task runs of this
+        process to finish; True when none is left."""
+        runs = [j.task for j in self.jobs.values() if j.task is not None and not j.task.done()]
+        if not runs:
+            return True
+        _, pending = await asyncio.wait(runs, timeout=grace)
+        return not pending
+
     async def close(self) -> None:
         """Cancel every running task (each settles ``cancelled``) and close the store."""
         for timer in self._timers.values():

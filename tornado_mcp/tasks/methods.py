@@ -22,7 +22,6 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..errors import MCPError, MissingClientCapability, method_not_found
 from ..protocol import (
     INVALID_PARAMS,
     META_RELATED_TASK,
@@ -37,12 +36,13 @@ from ..protocol import (
     TASKS_UPDATE,
     TOOLS_CALL,
 )
+from ..protocol.errors import MCPError, MissingClientCapability, method_not_found
 from .record import POLL_INTERVAL_MS, Status, TaskRecord
 from .support import RunAsTask, declared, support_of, tool_result
 
 if TYPE_CHECKING:
-    from ..context import Context
-    from ..identity import Principal
+    from ..protocol.identity import Principal
+    from ..server.context import Context
     from .manager import TaskManager
 
 #: The only legacy version with (experimental) tasks.
@@ -167,7 +167,9 @@ async def _call(m: TaskManager, ctx: Context) -> dict[str, Any] | None:
     record = await m.create(ctx, owner_of(ctx), era, ttl, work)
     if ctx.modern:
         return _stamp(m, ctx, record.created())
-    return {"task": record.legacy_task(),
+    # ``content`` is not in 2025-11-25's CreateTaskResult, but clients that parse the reply
+    # as a CallToolResult (the official Python SDK 2.3.0) need it; empty, as 2026-07-28's.
+    return {"task": record.legacy_task(), "content": [],
             "_meta": {META_RELATED_TASK: {"taskId": record.task_id}}}
 
 

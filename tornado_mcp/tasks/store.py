@@ -8,7 +8,7 @@ stay readable for its whole TTL).  Results are bounded before they reach the sto
 
 Every store also keeps a *local view*: the records of the tasks this process created, which
 the transport's snapshot and the dashboard read without I/O.  :class:`MemoryTaskStore` is
-nothing but that view; :class:`~tornado_mcp.tasks.redis_store.RedisTaskStore` shares
+nothing but that view; :class:`~tornado_mcp.cluster.task_store.RedisTaskStore` shares
 records between processes, so a task started on one can be polled, updated and cancelled
 from another.
 """

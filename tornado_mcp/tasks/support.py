@@ -26,10 +26,9 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .. import jsonio
-from ..errors import MCPError
-from ..protocol import INTERNAL_ERROR
-from ..server import Server
+from ..protocol import INTERNAL_ERROR, jsonio
+from ..protocol.errors import MCPError
+from ..server.server import Server
 
 SUPPORT_VALUES = ("optional", "required")
 

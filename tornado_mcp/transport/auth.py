@@ -11,13 +11,12 @@ from typing import TYPE_CHECKING
 
 import tornado.web
 
-from .. import jsonio
 from ..auth.dpop import HEADER_DPOP_NONCE
-from ..auth.errors import AuthError
-from ..auth.gate import authenticate
 from ..auth.resource import OAuthResource
-from ..protocol import HEADER_WWW_AUTHENTICATE, INVALID_REQUEST
-from .jsonrpc import Reply
+from ..protocol import HEADER_RETRY_AFTER, HEADER_WWW_AUTHENTICATE, INVALID_REQUEST, jsonio
+from ..protocol.auth_errors import RETRY_AFTER_BUSY, AuthError
+from .gate import authenticate
+from .reply import Reply
 
 if TYPE_CHECKING:
     from .handler import MCPHandler
@@ -28,9 +27,12 @@ log = logging.getLogger("tornado_mcp.auth")
 def refuse(h: MCPHandler, exc: AuthError) -> None:
     """Answer ``h`` with the refusal: its status, a JSON-RPC error and, on an OAuth
     resource, the ``WWW-Authenticate`` challenge. Counted under ``exc.kind``."""
-    h.write_reply(Reply(exc.status, INVALID_REQUEST, exc.message, refusal=exc.kind))
+    h.write_reply(Reply(exc.status, INVALID_REQUEST, exc.message, exc.request_id,
+                        refusal=exc.kind))
     oauth = h.transport.oauth
-    if oauth is not None:
+    if exc.status == 503:  # not judged: try again soon, the same token
+        h.set_header(HEADER_RETRY_AFTER, str(RETRY_AFTER_BUSY))
+    elif oauth is not None:
         h.set_header(HEADER_WWW_AUTHENTICATE, oauth.challenge(h.request, h.request.path, exc))
         if oauth.dpop is not None and oauth.dpop.nonces:  # the nonce a retry needs
             h.set_header(HEADER_DPOP_NONCE, oauth.dpop.nonce())

@@ -1,9 +1,12 @@
-"""The :class:`Transport`: what one MCP endpoint holds, and the interface its handlers use.
+"""The :class:`Transport`: one Streamable HTTP endpoint over an
+:class:`~tornado_mcp.engine.engine.Engine`, and the interface its handlers use.
 
-A transport owns everything clients can make the server keep (sessions, GET streams,
-listen streams) and the :class:`~tornado_mcp.options.TransportOptions` that bound them.
-Its handlers (:class:`~tornado_mcp.transport.handler.MCPHandler`) serve each HTTP request
-through the methods in the "for the handlers" section and never touch its private state.
+The engine owns what is not HTTP (sessions, listen streams, tasks, middleware, the
+sync-handler pool, the refusal counters); the transport adds what is: GET streams,
+resumable streams and their event store, linger, forwarding, authentication, and the
+:class:`~tornado_mcp.options.TransportOptions` that bound them all.  Its handlers
+(:class:`~tornado_mcp.transport.handler.MCPHandler`) serve each HTTP request through the
+methods in the "for the handlers" section and never touch its private state.
 """
 
 from __future__ import annotations
@@ -19,28 +22,26 @@ import tornado.web
 from tornado.ioloop import IOLoop, PeriodicCallback
 from tornado.iostream import IOStream
 
-from .. import jsonio
 from ..auth.resource import OAuthResource
-from ..errors import MCPError
-from ..eventstore import EventStore, MemoryEventStore
-from ..hub import LIST_CHANGED, LISTEN_METHODS, NotificationHub, change_key
-from ..identity import ANONYMOUS, Principal
+from ..engine.engine import Engine
+from ..engine.listen_index import LIST_CHANGED, StreamChannel, change_key
+from ..engine.middleware import Middleware
 from ..introspection import ClusterSnapshot, ProcessInfo, Snapshot
-from ..middleware import Chain, Middleware, RateLimit
-from ..offloop import SyncRunner
 from ..options import TransportOptions
-from ..protocol import INTERNAL_ERROR, LEGACY_VERSIONS, MODERN_VERSIONS, Refusal
-from ..server import Server
-from ..session import Session, SessionStore
-from ..sse import SSEChannel, frame
-from ..tasks.manager import TaskManager
+from ..protocol import LEGACY_VERSIONS, MODERN_VERSIONS, Refusal, jsonio
+from ..protocol.identity import ANONYMOUS, Principal
+from ..server.channels import SessionStream
+from ..server.server import Server
+from ..server.session import Session
 from ..tasks.store import TaskStore
 from .auth import ProtectedResourceMetadataHandler
+from .event_store import EventStore, MemoryEventStore
 from .handler import MCPHandler
 from .linger import linger_close
 from .resume import Resumption
 from .security import RebindingGuard
 from .snapshot import take_snapshot
+from .sse import frame
 
 #: The host app's authentication hook (see :mod:`tornado_mcp.auth`).
 Authenticate = Callable[[tornado.web.RequestHandler],
@@ -74,8 +75,8 @@ class Transport:
 
     Keyword arguments are :class:`~tornado_mcp.options.TransportOptions` (or pass
     ``options=``); ``event_store`` keeps the events of resumable streams (a bounded
-    :class:`~tornado_mcp.eventstore.MemoryEventStore` unless given); ``middleware`` runs
-    around every request (:mod:`tornado_mcp.middleware`); ``task_store`` is where tasks
+    :class:`~tornado_mcp.transport.event_store.MemoryEventStore` unless given); ``middleware`` runs
+    around every request (:mod:`tornado_mcp.engine.middleware`); ``task_store`` is where tasks
     are kept (in-process by default, see :mod:`tornado_mcp.tasks`).  Mount it with
     :meth:`routes` or :meth:`mount`, stop it with :meth:`close`, and read what it holds
     with :meth:`snapshot`.  Everything runs on the application's IOLoop; the notify
@@ -98,21 +99,21 @@ class Transport:
         #: Whether requests are authenticated at all (else it costs nothing).
         self.authenticates = authenticate is not None or oauth is not None
         self.options = options if options is not None else TransportOptions(**option_values)
-        self.hub = NotificationHub()
-        self.sessions = SessionStore(lambda: _less(self.options.max_sessions,
-                                                   self.remote_count("sessions")),
-                                     lambda: self.options.session_idle_timeout,
-                                     self._session_removed)
-        self.refusals: Counter[str] = Counter({kind.value: 0 for kind in Refusal})
+        #: The request pipeline and the runtime state that is not HTTP.
+        self.engine = engine = Engine(server, self.options, middleware=middleware,
+                                      task_store=task_store, remote_count=self.remote_count,
+                                      on_session_removed=self._session_removed)
+        self.hub = engine.hub
+        self.sessions = engine.sessions
+        self.refusals: Counter[str] = engine.refusals
+        self.rate_limit = engine.rate_limit
+        self.middleware = engine.middleware
+        self.sync_runner = engine.sync_runner
+        #: Tasks: tool calls answered with a handle the client polls.
+        self.tasks = engine.tasks
         self.requests_total = 0
         self.started_at = time.time()
-        self.closing = False
         self.rebinding = RebindingGuard(self.options)
-        #: The per-principal rate limit (idle while ``rate_limit_per_principal`` is None).
-        self.rate_limit = RateLimit(self.options)
-        self.middleware = Chain(self.rate_limit, middleware)
-        #: Where plain ``def`` handlers run (``sync_handler_threads``).
-        self.sync_runner = SyncRunner(self.options.sync_handler_threads)
         versions = self.options.protocol_versions  # not live: fixed for the transport's life
         #: The eras this endpoint serves, and its modern versions in preference order.
         self.serves_legacy = any(v in versions for v in LEGACY_VERSIONS)
@@ -127,8 +128,6 @@ class Transport:
         self.cluster: ClusterMember | None = None
         #: Resumable legacy streams and the event store behind them (``resumable_streams``).
         self.resumption = Resumption(self, event_store or MemoryEventStore())
-        #: Tasks: tool calls answered with a handle the client polls.
-        self.tasks = TaskManager(self, task_store)
         server.add_sink(self)
 
     # -- mounting ---------------------------------------------------------------------------
@@ -179,6 +178,11 @@ class Transport:
 
     def count_refusal(self, kind: Refusal) -> None:
         self.refusals[kind] += 1
+
+    @property
+    def closing(self) -> bool:
+        """Shutting down: new requests are answered 503 with ``Retry-After``."""
+        return self.engine.closing
 
     def host_origin_verdict(self, host_header: str | None, origin: str | None) -> str | None:
         """The refusal message for this Host/Origin pair, or ``None`` when it is allowed.
@@ -260,13 +264,11 @@ class Transport:
         return delivered
 
     def _session_notify(self, session: Session, method: str,
-                        params: dict[str, Any] | None, fan_out: bool) -> bool:
+                        params: dict[str, Any] | None) -> bool:
         if threading.get_ident() != self._loop_thread:
             def later() -> None:
-                self._session_notify(session, method, params, fan_out)
+                self._session_notify(session, method, params)
             return self._on_loop(later)
-        if fan_out and method in LISTEN_METHODS:  # listen streams everywhere, once
-            self.server.publish(method, params)
         channel = session.get_channel
         if channel is None:
             return False
@@ -276,18 +278,11 @@ class Transport:
         return channel.send(frame(message), change_key(method, params))
 
     def _session_removed(self, session: Session) -> None:
-        session.notifier = None
+        """The HTTP side of a session's end (the engine cancels its work)."""
         self.resumption.forget(session)
         if session.get_channel is not None:
             session.get_channel.close()
             session.get_channel = None
-        for ctx in list(session.in_flight.values()):
-            ctx.cancel()
-        for fut in session.pending.values():
-            if not fut.done():
-                fut.set_exception(MCPError(INTERNAL_ERROR, "Session closed while waiting for "
-                                                           "the client's response"))
-        session.pending.clear()
 
     # -- administration ---------------------------------------------------------------------
     def end_session(self, session_id: str) -> bool:
@@ -309,14 +304,19 @@ class Transport:
         return True
 
     async def close(self, timeout: float = 5.0) -> None:
-        """Shut down gracefully: every acknowledged listen stream gets its final result,
-        every session ends (its GET stream closed, its requests cancelled), no task is left.
+        """Shut down gracefully, in order: new requests are refused at once (503 with
+        ``Retry-After``); requests and task runs in flight get up to ``shutdown_grace``
+        seconds to finish; then every acknowledged listen stream gets its final result,
+        every session ends (its GET stream closed, what still runs in it cancelled), and
+        nothing is left running.  ``timeout`` bounds the wait for streams' last bytes.
         """
-        self.closing = True
+        if self.engine.closing:
+            return
+        await self.engine.drain(self.options.shutdown_grace)
         if self._reaper is not None:
             self._reaper.stop()
             self._reaper = None
-        channels: list[SSEChannel] = []
+        channels: list[StreamChannel | SessionStream] = []
         for stream in self.hub:
             self.hub.remove(stream)
             stream.channel.close(stream.final_result())
@@ -336,10 +336,9 @@ class Transport:
             task.cancel()
         if self._lingering:
             await asyncio.wait(list(self._lingering), timeout=timeout)
-        await self.tasks.close()
+        await self.engine.close()
         await self.resumption.store.close()  # a remote store sends what it queued
         self.server.remove_sink(self)
-        self.sync_runner.shutdown()
 
     def snapshot(self, sessions: bool = True, streams: bool = True,
                  stream_uris: bool = False) -> Snapshot:
@@ -358,6 +357,3 @@ class Transport:
         """Bytes of request bodies received and not yet handled, over all requests."""
         return sum(h.buffered_body_bytes for h in self._handlers)
 
-
-def _less(cap: int | None, taken: int) -> int | None:
-    return None if cap is None else cap - taken

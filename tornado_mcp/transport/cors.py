@@ -28,7 +28,7 @@ from ..protocol import (
     HEADER_SESSION_ID,
     INVALID_REQUEST,
 )
-from .jsonrpc import Reply
+from .reply import Reply
 
 if TYPE_CHECKING:
     from .handler import MCPHandler

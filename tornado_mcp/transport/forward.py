@@ -48,7 +48,7 @@ from tornado.tcpclient import TCPClient
 
 from ..introspection import ProcessInfo
 from ..protocol import INTERNAL_ERROR, INVALID_REQUEST, Refusal
-from .jsonrpc import Reply
+from .reply import Reply
 
 if TYPE_CHECKING:
     from .handler import MCPHandler

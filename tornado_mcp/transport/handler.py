@@ -18,22 +18,18 @@ from typing import TYPE_CHECKING, Any
 import tornado.web
 from tornado.iostream import StreamClosedError
 
-from .. import jsonio
-from ..auth.errors import AuthError
-from ..auth.gate import default_principal
-from ..identity import ANONYMOUS, Principal
-from ..protocol import (
-    INTERNAL_ERROR,
-    INVALID_REQUEST,
-    Refusal,
-)
-from ..sse import SSE_HEADERS, SSEChannel, frame
+from ..engine.engine import RETRY_AFTER_SHUTDOWN_S, SHUTTING_DOWN
+from ..protocol import HEADER_RETRY_AFTER, INTERNAL_ERROR, INVALID_REQUEST, Refusal, jsonio
+from ..protocol.auth_errors import AuthError
+from ..protocol.identity import ANONYMOUS, Principal
 from . import cors, headers, legacy, router
 from .auth import authenticate_request, refuse
-from .jsonrpc import Reply, error_body
+from .gate import default_principal
 from .linger import raw_response
+from .reply import Reply, error_body
 from .request import RequestStream
 from .router import LOG_TEXT
+from .sse import SSE_HEADERS, SSEChannel, frame
 
 if TYPE_CHECKING:
     from .core import Transport
@@ -226,7 +222,8 @@ class MCPHandler(tornado.web.RequestHandler):
             self.finish()
             return
         if self.transport.closing:
-            self.write_reply(Reply(503, INTERNAL_ERROR, "Service unavailable: shutting down"))
+            self.write_reply(Reply(503, INTERNAL_ERROR, SHUTTING_DOWN))
+            self.set_header(HEADER_RETRY_AFTER, str(RETRY_AFTER_SHUTDOWN_S))
             self.finish()
             return
         try:

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from tornado.httputil import HTTPHeaders
 
 from ..protocol import HEADER_MISMATCH, INVALID_REQUEST
-from .jsonrpc import Reply
+from .reply import Reply
 
 T = TypeVar("T")
 

@@ -11,14 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .. import jsonio
-from ..auth.errors import AuthError
-from ..auth.gate import same_caller
-from ..errors import MCPError
+from ..engine.engine import auth_error_body
 from ..options import MAX_INITIALIZE_PARAMS_VALUES
 from ..protocol import (
     BATCHING_VERSION,
-    CANCELLED,
     DEFAULT_LEGACY_VERSION,
     HEADER_LAST_EVENT_ID,
     HEADER_MISMATCH,
@@ -30,17 +26,19 @@ from ..protocol import (
     LEGACY_VERSIONS,
     META_VERSION,
     MODERN_VERSIONS,
-    ROOTS_LIST_CHANGED,
     SERVER_DISCOVER,
     Refusal,
+    jsonio,
 )
-from ..schemas import INITIALIZE_PARAMS, load
-from ..server import without_change_flags
-from ..session import Session
-from ..tasks import methods as tasks
+from ..protocol.auth_errors import AuthError
+from ..protocol.errors import MCPError
+from ..protocol.shapes import INITIALIZE_PARAMS, load
+from ..server.server import without_change_flags
+from ..server.session import Session
 from . import headers
 from .forward import forward
-from .jsonrpc import Kind, Reply, classify, error_body, safe_id, valid_id
+from .gate import same_caller
+from .reply import Kind, Reply, classify, error_body, safe_id, valid_id
 from .request import around_initialize, dispatch, run_request
 from .resume import resume
 
@@ -94,13 +92,12 @@ async def post(h: MCPHandler, message: Any, header: str | None, body: bytes) -> 
     session = None if opts.stateless else await session_from_header(h, body)
     check_version(h)
     kind = classify(message)
+    engine = h.transport.engine
     if kind is Kind.NOTIFICATION:
-        _client_notification(method, params, session)
-        if method == ROOTS_LIST_CHANGED and session is not None:
-            h.transport.server.roots_list_changed(session)
+        engine.client_notification(method, params, session)
         h.accepted()
     elif kind is Kind.RESPONSE:
-        _client_response(message, session)
+        engine.client_response(message, session)
         h.accepted()
     elif kind is Kind.REQUEST:
         if session is not None and valid_id(request_id) and request_id in session.in_flight:
@@ -124,12 +121,13 @@ async def _batch(h: MCPHandler, batch: list[Any], body: bytes) -> None:
     stream = h.request_stream()
     stream.json_only = True
     responses = []
+    engine = h.transport.engine
     for m in batch:
         kind = classify(m)
         if kind is Kind.NOTIFICATION:
-            _client_notification(m.get("method"), m.get("params"), session)
+            engine.client_notification(m.get("method"), m.get("params"), session)
         elif kind is Kind.RESPONSE:
-            _client_response(m, session)
+            engine.client_response(m, session)
         elif kind is Kind.REQUEST:
             rid = m.get("id")
             if session is not None and valid_id(rid) and rid in session.in_flight:
@@ -139,7 +137,7 @@ async def _batch(h: MCPHandler, batch: list[Any], body: bytes) -> None:
                 reply = await dispatch(stream, m, session, None)
             except AuthError as exc:  # this call lacks a scope: its own error, not the batch's
                 h.transport.count_refusal(exc.kind)
-                responses.append(error_body(rid, INVALID_REQUEST, exc.message))
+                responses.append(auth_error_body(rid, exc))
                 continue
             if reply is not None:  # a cancelled request is not answered
                 responses.append(reply)
@@ -149,22 +147,6 @@ async def _batch(h: MCPHandler, batch: list[Any], body: bytes) -> None:
         h.send_json(200, responses)
     else:
         h.accepted()
-
-
-def _client_notification(method: Any, params: Any, session: Session | None) -> None:
-    if method == CANCELLED and session is not None and isinstance(params, dict):
-        request_id = params.get("requestId")
-        ctx = session.in_flight.get(request_id) if valid_id(request_id) else None
-        if ctx is not None:
-            ctx.cancel()
-
-
-def _client_response(message: dict[str, Any], session: Session | None) -> None:
-    """The client answered one of the server's own requests."""
-    if session is not None:
-        fut = session.pending.pop(str(message.get("id")), None)
-        if fut is not None and not fut.done():
-            fut.set_result(message)
 
 
 async def _initialize(h: MCPHandler, message: dict[str, Any], body: bytes) -> None:
@@ -201,8 +183,7 @@ async def _initialize(h: MCPHandler, message: dict[str, Any], body: bytes) -> No
         h.send_json(200, error_body(request_id, exc.code, exc.message))
         return
     version = t.server.negotiate_version(p["protocolVersion"], opts.protocol_versions)
-    answer = t.server.initialize_result(version)
-    tasks.decorate_initialize(t.tasks, answer, version)
+    answer = t.engine.initialize_result(version)
     if opts.stateless:
         # No session, no GET stream: nothing could carry list changes or resource
         # updates, so they are not advertised.
@@ -291,6 +272,7 @@ async def session_from_header(h: MCPHandler, body: bytes | None = None) -> Sessi
         # so a guessed or stolen id reveals nothing (MCP security best practices).
         raise Reply(404, INVALID_REQUEST, "Session not found",
                     refusal=Refusal.AUTH_SESSION_MISMATCH)
+    session.touch()  # whatever the session sends keeps it alive
     return session
 
 

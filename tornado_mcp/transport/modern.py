@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import MCPError
 from ..protocol import (
     HEADER_METHOD,
     HEADER_NAME,
@@ -27,11 +26,12 @@ from ..protocol import (
     UNSUPPORTED_PROTOCOL_VERSION,
 )
 from ..protocol import HEADER_MISMATCH as MISMATCH
-from ..schemas import ENVELOPE, load
+from ..protocol.errors import MCPError
+from ..protocol.shapes import ENVELOPE, load
 from . import headers
-from .jsonrpc import Kind, Reply, classify, safe_id
 from .legacy import is_initialize
 from .listen import listen
+from .reply import Kind, Reply, classify, safe_id
 from .request import run_request
 
 if TYPE_CHECKING:

@@ -4,39 +4,31 @@
 :func:`run_request` dispatches a request to the :class:`~tornado_mcp.Server` and writes
 its response: as JSON, as a one-event SSE response, or as the last event of the SSE stream
 the handler opened once it emitted progress or log notifications.  :class:`RequestStream`
-is the :class:`~tornado_mcp.context.RequestChannel` behind each ``Context``.
+is the :class:`~tornado_mcp.server.context.RequestChannel` behind each ``Context``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..context import Context
-from ..errors import MCPError
-from ..middleware import Refused
-from ..offloop import CURRENT as CURRENT_RUNNER
-from ..offloop import call_on_loop, worker_loop
+from ..engine.engine import RETRY_AFTER_SHUTDOWN_S, SHUTTING_DOWN
+from ..engine.middleware import Refused
 from ..options import MAX_REQUEST_NOTIFICATIONS
-from ..outbound import client_result, request_message
-from ..protocol import (
-    INTERNAL_ERROR,
-    INVALID_REQUEST,
-    RESOURCES_UPDATED,
-    TOOLS_CALL,
-)
-from ..session import Session
-from ..sse import frame
-from ..tasks import methods as tasks
-from .jsonrpc import error_body, safe_id, valid_id
+from ..protocol import HEADER_RETRY_AFTER, INTERNAL_ERROR, RESOURCES_UPDATED
+from ..protocol.errors import MCPError, error_of
+from ..server.context import Context
+from ..server.outbound import client_result, request_message
+from ..server.session import Session
+from ..server.sync_handlers import call_on_loop, worker_loop
+from .reply import error_body
 from .resume import ResumableStream, retry_ms
+from .sse import frame
 
 if TYPE_CHECKING:
-    from .core import Transport
     from .handler import MCPHandler
 
 log = logging.getLogger("tornado_mcp.transport")
@@ -158,17 +150,21 @@ class RequestStream:
                                    lambda: session.pending.pop(request_id, None))
 
     def notify_resources_updated(self, uri: str) -> None:
+        """Once to the listen streams and the tracked subscribers, and once to the caller's
+        session if that did not reach it: on its GET stream, or without one on this
+        request's own stream."""
         if worker_loop() is not None:
             return call_on_loop(self.notify_resources_updated, uri)
+        server = self.handler.transport.server
+        server.notify_resources_updated(uri)
         ctx = self.ctx
-        params = {"uri": uri}
         session = ctx.session if ctx is not None else None
-        if session is not None and session.get_channel is not None:
-            session.notify_resources_updated(uri)
+        if session is None:
             return
-        self.handler.transport.server.publish(RESOURCES_UPDATED, params)
-        if session is not None:
-            self.emit({"jsonrpc": "2.0", "method": RESOURCES_UPDATED, "params": params})
+        if session.get_channel is None:
+            self.emit({"jsonrpc": "2.0", "method": RESOURCES_UPDATED, "params": {"uri": uri}})
+        elif not server.tracks(session, uri):
+            session.notify_resources_updated(uri)
 
 
 async def run_request(h: MCPHandler, message: dict[str, Any], session: Session | None,
@@ -197,8 +193,8 @@ async def run_request(h: MCPHandler, message: dict[str, Any], session: Session |
         return
     modern = envelope is not None
     if response is None and modern and h.transport.closing and h.channel is None:
-        h.send_json(503, error_body(message.get("id"), INTERNAL_ERROR,
-                                    "Service unavailable: shutting down"))
+        h.send_json(503, error_body(message.get("id"), INTERNAL_ERROR, SHUTTING_DOWN),
+                    {HEADER_RETRY_AFTER: str(RETRY_AFTER_SHUTDOWN_S)})
         return
     channel = h.channel
     refused = stream.refused
@@ -221,55 +217,12 @@ async def run_request(h: MCPHandler, message: dict[str, Any], session: Session |
 
 async def dispatch(stream: RequestStream, message: dict[str, Any], session: Session | None,
                    envelope: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The server's JSON-RPC response to ``message``, or ``None`` when it was cancelled."""
-    t = stream.handler.transport
-    request_id = message.get("id")
-    method = message.get("method")
-    params = message.get("params")
-    if message.get("jsonrpc") != "2.0" or not isinstance(method, str) \
-            or not valid_id(request_id) or (params is not None and not isinstance(params, dict)):
-        return error_body(safe_id(request_id), INVALID_REQUEST, "Invalid Request")
-    rules = t.server.scope_rules
-    if rules.active:  # raises AuthError: answered by the handler with 401/403
-        rules.authorize(method, params, stream.handler.principal)
-    ctx = Context(t.server, method, params or {}, request_id, stream, session=session,
-                  envelope=envelope, listen_served=t.options.serve_subscriptions_listen,
-                  served_versions=t.options.protocol_versions,
-                  principal=stream.handler.principal, http=stream.handler.request)
-    stream.ctx = ctx
-    if session is not None:
-        session.in_flight[request_id] = ctx  # in flight: never idle until it is done
-    # The handler runs in this request's own task (no extra task per request); a
-    # cancellation (notifications/cancelled, or a 2026-07-28 client closing its stream)
-    # cancels this task while the handler runs, and is absorbed here.
-    task = asyncio.current_task()
-    ctx.task = task
-    CURRENT_RUNNER.set(t.sync_runner)  # where plain def handlers run (this task only)
-    try:
-        if t.middleware.active(t.options):
-            result = await t.middleware.run(ctx, functools.partial(_handle, t))
-        else:
-            result = await _handle(t, method, ctx.params, ctx)
-        return {"jsonrpc": "2.0", "id": request_id, "result": result}
-    except asyncio.CancelledError:
-        if not ctx.cancelled or task is None:
-            raise
-        task.uncancel()
-        return None
-    except Refused as exc:
-        stream.refused = exc
-        if exc.refusal is not None:
-            t.count_refusal(exc.refusal)
-        return {"jsonrpc": "2.0", "id": request_id, "error": exc.to_error()}
-    except MCPError as exc:
-        return {"jsonrpc": "2.0", "id": request_id, "error": exc.to_error()}
-    except Exception:
-        log.exception("handler for %s raised", method)
-        return error_body(request_id, INTERNAL_ERROR, "Internal error")
-    finally:
-        ctx.task = None
-        if session is not None and session.in_flight.get(request_id) is ctx:
-            del session.in_flight[request_id]
+    """The server's JSON-RPC response to ``message``, or ``None`` when it was cancelled:
+    the engine's one pipeline, with this HTTP request's caller and facts."""
+    h = stream.handler
+    return await h.transport.engine.dispatch(message, stream, session=session,
+                                             envelope=envelope, principal=h.principal,
+                                             facts=h.request)
 
 
 async def around_initialize(h: MCPHandler, message: dict[str, Any],
@@ -277,45 +230,15 @@ async def around_initialize(h: MCPHandler, message: dict[str, Any],
     """Run the middleware around a legacy ``initialize`` whose response is ``answer``
     (it opens no session before the chain let it through).  Returns the response to
     send, or ``None`` when a refusal was already answered."""
-    t = h.transport
     request_id = message.get("id")
-    ctx = Context(t.server, message["method"], message.get("params") or {}, request_id, None,
-                  listen_served=t.options.serve_subscriptions_listen,
-                  served_versions=t.options.protocol_versions,
-                  principal=h.principal, http=h.request)
-
-    async def endpoint(method: str, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-        result: dict[str, Any] = answer["result"]
-        return result
-
     try:
-        return {"jsonrpc": "2.0", "id": request_id,
-                "result": await t.middleware.run(ctx, endpoint)}
+        result = await h.transport.engine.run_middleware_around(message, answer["result"],
+                                                               h.principal, h.request)
+        return {"jsonrpc": "2.0", "id": request_id, "result": result}
     except Refused as exc:
-        if exc.refusal is not None:
-            t.count_refusal(exc.refusal)
         h.send_json(exc.status, error_body(request_id, exc.code, exc.message, exc.data),
                     exc.headers)
-    except MCPError as exc:
-        h.send_json(200, error_body(request_id, exc.code, exc.message, exc.data))
-    except Exception:
-        log.exception("middleware for initialize raised")
-        h.send_json(200, error_body(request_id, INTERNAL_ERROR, "Internal error"))
+    except Exception as exc:
+        h.send_json(200, {"jsonrpc": "2.0", "id": request_id,
+                          "error": error_of(exc, "middleware for initialize")})
     return None
-
-
-async def _handle(t: Transport, method: str, params: dict[str, Any],
-                  ctx: Context) -> dict[str, Any]:
-    """The answer to a request: from the tasks machinery for task methods and
-    task-augmented calls, else from the server (with tools/list marked for tasks)."""
-    if method in tasks.TASK_METHODS or method == TOOLS_CALL:
-        result = await tasks.intercept(t.tasks, method, ctx)  # None: not a task
-        if result is not None:
-            return result
-    result = await t.server.handle(method, params, ctx)
-    rules = t.server.scope_rules
-    if rules.active and t.options.hide_unauthorized:
-        result = rules.visible(method, result, ctx.principal)
-    if method in tasks.DECORATED:
-        result = tasks.decorate(t.tasks, method, result, ctx)
-    return result

@@ -10,7 +10,7 @@ handler emits a notification, sends a request, or closes the stream) becomes a
 * a 2025-11-25 session first gets a *priming* event (an id, empty ``data``) with the
   ``retry`` its client must wait before reconnecting (older clients get neither, and
   their streams are never closed at will: they would take the close as the end);
-* every event is kept in the transport's :class:`~tornado_mcp.eventstore.EventStore`
+* every event is kept in the transport's :class:`~tornado_mcp.transport.event_store.EventStore`
   before it is written, so the connection can go at any time: the client disconnected,
   or the server closed it at will (:meth:`tornado_mcp.Context.close_sse_stream`) to make
   the client poll.  The handler runs on: a disconnect is not a cancellation here;
@@ -30,11 +30,11 @@ import re
 import secrets
 from typing import TYPE_CHECKING, Any
 
-from ..eventstore import EventStore
 from ..protocol import INVALID_REQUEST, POLLING_VERSION
-from ..session import Session
-from ..sse import SSEChannel, frame
-from .jsonrpc import Reply
+from ..server.session import Session
+from .event_store import EventStore
+from .reply import Reply
+from .sse import SSEChannel, frame
 
 if TYPE_CHECKING:
     from .core import Transport

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .. import jsonio
 from ..protocol import (
     HEADER_PROTOCOL_VERSION,
     HEADER_SESSION_ID,
@@ -18,9 +17,10 @@ from ..protocol import (
     PARSE_ERROR,
     Era,
     Refusal,
+    jsonio,
 )
 from . import headers, legacy, modern
-from .jsonrpc import Reply
+from .reply import Reply
 
 if TYPE_CHECKING:
     from .handler import MCPHandler

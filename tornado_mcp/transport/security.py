@@ -4,9 +4,17 @@ A browser page on a hostile site can resolve its own name to 127.0.0.1 and reach
 server; the Host it sends still names the hostile site.  Loopback names are always
 allowed; anything else must be listed in ``allowed_hosts`` (and a cross-origin Origin in
 ``allowed_origins`` or ``cors_allowed_origins``).
+
+A Host is first parsed the way a browser writes it (:func:`parse_host`): a bracketed IPv6
+literal or a host name, each with an optional numeric port, and nothing else, so a value
+such as ``[::1].evil.example`` or ``localhost:evil.example`` is refused, not matched by
+its prefix.
 """
 
 from __future__ import annotations
+
+import ipaddress
+import re
 
 from ..options import TransportOptions
 from .headers import MAX_CACHED_HEADER
@@ -20,6 +28,39 @@ ORIGIN_REFUSAL = ("Forbidden: Invalid Origin header (only same-origin requests a
                   "unless the origin is listed in the allowed_origins option)")
 #: Verdicts kept at most; the cache simply starts over when full.
 VERDICT_CACHE_SIZE = 1024
+#: A host name (or IPv4 address) as a browser sends it: dot-separated labels of letters,
+#: digits, ``-`` and ``_`` (already lower-cased and IDNA-encoded), an optional final dot.
+_HOSTNAME = re.compile(r"[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\.?")
+_PORT = re.compile(r"[0-9]{1,5}")
+
+
+def parse_host(value: str) -> tuple[str, str | None] | None:
+    """``(host, port)`` of a lower-cased ``Host`` value (``host`` keeps an IPv6 literal's
+    brackets, in its shortest form; ``port`` is ``None`` when absent), or ``None`` when
+    the value is not ``[IPv6]``, ``[IPv6]:port``, ``name`` or ``name:port`` with a
+    numeric port."""
+    if value.startswith("["):
+        end = value.find("]")
+        if end < 0:
+            return None
+        literal, rest = value[1:end], value[end + 1:]
+        if "%" in literal:  # a zone id is local to the client, never in a Host
+            return None
+        try:
+            host = f"[{ipaddress.IPv6Address(literal).compressed}]"
+        except ValueError:
+            return None
+    else:
+        host, colon, port_text = value.partition(":")
+        rest = colon + port_text
+        if not _HOSTNAME.fullmatch(host):
+            return None
+    if not rest:
+        return host, None
+    port = rest[1:]
+    if rest[0] != ":" or not _PORT.fullmatch(port) or int(port) > 65535:
+        return None
+    return host, port
 
 
 def rebinding_verdict(host_header: str | None, origin: str | None,
@@ -27,8 +68,10 @@ def rebinding_verdict(host_header: str | None, origin: str | None,
     """The refusal message for this Host/Origin pair, or ``None`` when it is allowed."""
     host = (host_header or "").strip().lower()
     if host:
-        bare = host[: host.index("]") + 1] if host.startswith("[") and "]" in host \
-            else host.rsplit(":", 1)[0]
+        parsed = parse_host(host)
+        if parsed is None:
+            return HOST_REFUSAL
+        bare = parsed[0]
         if not (bare in LOOPBACK_HOSTS or host in opts.allowed_hosts
                 or bare in opts.allowed_hosts):
             return HOST_REFUSAL

@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..identity import Principal
 from ..introspection import SessionInfo, Snapshot, StreamInfo, TaskTotals, Totals
+from ..protocol.identity import Principal
 
 if TYPE_CHECKING:
     from .core import Transport

@@ -1,0 +1,166 @@
+"""The notification hub: which ``subscriptions/listen`` streams want which notification.
+
+Matching costs the same however many URIs a stream named: list-changed kinds and resource
+URIs are both indexed (kind -> streams, URI -> streams), so a ``resources/updated`` looks
+up one set.  Each stream's frame is the shared notification bytes with that stream's
+subscription id spliced in, so a fan-out encodes the JSON once.  Delivery only queues on
+each stream's bounded channel (an SSE response over HTTP, the pipe over stdio: a
+:class:`StreamChannel`); nothing here waits on a peer.  Frames are SSE events, the unit
+every channel takes (stdio writes each event's data as one line).
+
+A stream enters the hub only after its acknowledgement is queued, so no notification can
+ever precede the acknowledgement.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+from ..protocol import (
+    META_SUBSCRIPTION_ID,
+    PROMPTS_LIST_CHANGED,
+    RESOURCES_LIST_CHANGED,
+    RESOURCES_UPDATED,
+    TOOLS_LIST_CHANGED,
+    jsonio,
+)
+from ..protocol.identity import ANONYMOUS, Principal
+
+#: The list-changed notifications, each with the listen filter flag that asks for it.
+LIST_CHANGED = {
+    TOOLS_LIST_CHANGED: "toolsListChanged",
+    PROMPTS_LIST_CHANGED: "promptsListChanged",
+    RESOURCES_LIST_CHANGED: "resourcesListChanged",
+}
+LISTEN_METHODS = frozenset((*LIST_CHANGED, RESOURCES_UPDATED))
+
+
+class StreamChannel(Protocol):
+    """A listen stream's way to its client: bounded, and never waiting on the peer."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    @property
+    def done(self) -> asyncio.Future[None]: ...
+
+    @property
+    def queue_depth(self) -> int: ...
+
+    def send(self, data: bytes, key: Any = None) -> bool: ...
+
+    def close(self, final: bytes | None = None) -> None: ...
+
+    def abort(self) -> None: ...
+
+
+def frame(message: Any) -> bytes:
+    """One SSE event carrying a JSON-RPC message."""
+    return b"event: message\ndata: " + jsonio.dumps(message) + b"\n\n"
+
+
+def change_key(method: str, params: dict[str, Any] | None) -> Any:
+    """What makes two change notifications the same change (see ``SSEChannel.send``):
+    the method, and for ``resources/updated`` the URI. ``None`` for anything else."""
+    if method == RESOURCES_UPDATED:
+        return (method, params.get("uri") if params is not None else None)
+    return method if method in LIST_CHANGED else None
+
+
+class ListenStream:
+    """One acknowledged ``subscriptions/listen`` stream."""
+
+    __slots__ = ("_sid", "acknowledged", "channel", "flags", "id", "opened_at", "principal",
+                 "subscription_id", "uri_bytes", "uris")
+
+    def __init__(self, subscription_id: Any, channel: StreamChannel, flags: frozenset[str],
+                 uris: frozenset[str], uri_bytes: int, principal: Principal = ANONYMOUS
+                 ) -> None:
+        self.id = secrets.token_hex(8)
+        self.subscription_id = subscription_id
+        self.channel = channel
+        self.flags = flags  # honored list-changed members, e.g. {"toolsListChanged"}
+        self.uris = uris  # immutable once stored
+        self.uri_bytes = uri_bytes
+        self.opened_at = time.time()
+        self.acknowledged = False
+        self.principal = principal  # who opened it
+        self._sid = jsonio.dumps_retained(subscription_id)
+
+    def honored(self) -> dict[str, Any]:
+        filt: dict[str, Any] = {flag: True for flag in sorted(self.flags)}
+        return filt
+
+    def final_result(self) -> bytes:
+        return (b'event: message\ndata: {"jsonrpc":"2.0","id":' + self._sid
+                + b',"result":{"resultType":"complete","_meta":{"'
+                + META_SUBSCRIPTION_ID.encode() + b'":' + self._sid + b"}}}\n\n")
+
+
+def _frame_parts(method: str, params: dict[str, Any] | None) -> tuple[bytes, bytes]:
+    rest = {k: v for k, v in (params or {}).items() if k != "_meta"}
+    head = (b'event: message\ndata: {"jsonrpc":"2.0","method":' + jsonio.dumps(method)
+            + b',"params":{"_meta":{"' + META_SUBSCRIPTION_ID.encode() + b'":')
+    tail = b"}" + (b"," + jsonio.dumps(rest)[1:] if rest else b"}") + b"}\n\n"
+    return head, tail
+
+
+class NotificationHub:
+    """Listen streams and the indexes that match notifications to them."""
+
+    def __init__(self) -> None:
+        self._streams: dict[str, ListenStream] = {}
+        self._by_flag: dict[str, set[ListenStream]] = {f: set() for f in LIST_CHANGED.values()}
+        self._by_uri: dict[str, set[ListenStream]] = {}
+
+    def __len__(self) -> int:
+        return len(self._streams)
+
+    def __iter__(self) -> Iterator[ListenStream]:
+        return iter(list(self._streams.values()))
+
+    def get(self, stream_id: str) -> ListenStream | None:
+        return self._streams.get(stream_id)
+
+    def add(self, stream: ListenStream) -> None:
+        self._streams[stream.id] = stream
+        for flag in stream.flags:
+            self._by_flag[flag].add(stream)
+        for uri in stream.uris:
+            self._by_uri.setdefault(uri, set()).add(stream)
+
+    def remove(self, stream: ListenStream) -> bool:
+        if self._streams.pop(stream.id, None) is None:
+            return False
+        for flag in stream.flags:
+            self._by_flag[flag].discard(stream)
+        for uri in stream.uris:
+            holders = self._by_uri.get(uri)
+            if holders is not None:
+                holders.discard(stream)
+                if not holders:
+                    del self._by_uri[uri]
+        return True
+
+    def publish(self, method: str, params: dict[str, Any] | None) -> int:
+        """Deliver to every matching stream; return how many took it."""
+        flag = LIST_CHANGED.get(method)
+        if flag is not None:
+            targets = self._by_flag[flag]
+        elif method == RESOURCES_UPDATED and params is not None:
+            targets = self._by_uri.get(str(params.get("uri")), set())
+        else:
+            return 0
+        if not targets:
+            return 0
+        head, tail = _frame_parts(method, params)
+        key = change_key(method, params)
+        delivered = 0
+        for stream in list(targets):
+            if stream.channel.send(head + stream._sid + tail, key):
+                delivered += 1
+        return delivered

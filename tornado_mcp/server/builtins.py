@@ -1,0 +1,365 @@
+"""The built-in MCP methods, one function each: ``fn(server, params, ctx) -> result``.
+
+:data:`BUILTIN` maps each method name to its function; :meth:`Server.handle
+<tornado_mcp.server.server.Server.handle>` checks the method against the era and the server's
+capabilities, then calls it.  Handlers are run through :func:`run_with_input`, so one
+handler serves both eras' ways of asking the client for input.  The functions read the
+server through :class:`Host`: its identity and its registry's public read API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, Protocol
+
+from ..protocol import (
+    COMPLETION_COMPLETE,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    LOGGING_SET_LEVEL,
+    META_SERVER_INFO,
+    METHOD_NOT_FOUND,
+    MODERN_VERSIONS,
+    PING,
+    PROMPTS_GET,
+    PROMPTS_LIST,
+    RESOURCES_LIST,
+    RESOURCES_READ,
+    RESOURCES_SUBSCRIBE,
+    RESOURCES_TEMPLATES_LIST,
+    RESOURCES_UNSUBSCRIBE,
+    SERVER_DISCOVER,
+    TOOLS_CALL,
+    TOOLS_LIST,
+)
+from ..protocol.errors import MCPError, MissingClientCapability, ResourceNotFound, ToolError
+from ..protocol.pagination import paginate
+from ..protocol.shapes import (
+    COMPLETE_PARAMS,
+    CURSOR_PARAMS,
+    PROMPT_GET_PARAMS,
+    SET_LEVEL_PARAMS,
+    TOOL_CALL_PARAMS,
+    URI_PARAMS,
+    load,
+)
+from .context import Context
+from .contract import ArgumentError, HandlerSpec, OutputError, tool_result
+from .input import INPUT_KIND_CAPABILITY, MAX_INPUT_ROUNDS, InputRequired
+from .primitives import Prompt, Resource, ResourceTemplate, Tool
+from .results import contents_result, prompt_result, text
+from .subscriptions import SubscriptionTracker
+
+log = logging.getLogger("tornado_mcp.server")
+
+MAX_COMPLETION_VALUES = 100
+
+
+class Host(Protocol):
+    """What the built-in methods read of their server (a :class:`~tornado_mcp.Server`):
+    its identity and listing policy, and the read API of its
+    :class:`~tornado_mcp.server.registry.Registry`."""
+
+    @property
+    def page_size(self) -> int | None: ...
+
+    @property
+    def ttl_ms(self) -> int: ...
+
+    @property
+    def cache_scope(self) -> str: ...
+
+    def server_info(self) -> dict[str, Any]: ...
+
+    def discover_result(self, served: Iterable[str], listen_served: bool
+                        ) -> dict[str, Any]: ...
+
+    def listing(self, kind: str) -> list[dict[str, Any]]: ...
+
+    def get_tool(self, name: str) -> Tool | None: ...
+
+    def get_prompt(self, name: str) -> Prompt | None: ...
+
+    def get_resource(self, uri: str) -> Resource | None: ...
+
+    def match_template(self, uri: str) -> tuple[ResourceTemplate, dict[str, str]] | None: ...
+
+    @property
+    def completion_handler(self) -> HandlerSpec | None: ...
+
+    @property
+    def subscribe_handler(self) -> HandlerSpec | None: ...
+
+    @property
+    def unsubscribe_handler(self) -> HandlerSpec | None: ...
+
+    @property
+    def subscriptions(self) -> SubscriptionTracker | None: ...
+
+
+async def ping(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    return {}
+
+
+async def set_level(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    p = load(SET_LEVEL_PARAMS, params, LOGGING_SET_LEVEL)
+    if ctx.session is not None:
+        ctx.session.log_level = p["level"]
+    return {}
+
+
+async def discover(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    served = ctx.served_versions if ctx.served_versions is not None else MODERN_VERSIONS
+    result = server.discover_result(served, ctx.listen_served)
+    result["resultType"] = "complete"
+    result["ttlMs"] = server.ttl_ms
+    result["cacheScope"] = server.cache_scope
+    result["_meta"] = {META_SERVER_INFO: server.server_info()}
+    return result
+
+
+def page(server: Host, key: str, kind: str, params: dict[str, Any]) -> dict[str, Any]:
+    p = load(CURSOR_PARAMS, params, "params")
+    page, next_cursor = paginate(server.listing(kind), p.get("cursor"), server.page_size)
+    result: dict[str, Any] = {key: list(page)}
+    if next_cursor is not None:
+        result["nextCursor"] = next_cursor
+    return result
+
+
+async def list_tools(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    return page(server, "tools", "tools", params)
+
+
+async def list_resources(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    return page(server, "resources", "resources", params)
+
+
+async def list_templates(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    return page(server, "resourceTemplates", "templates", params)
+
+
+async def list_prompts(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    return page(server, "prompts", "prompts", params)
+
+
+async def call_tool(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    """``tools/call``: bind the arguments to the tool's contract, run it, shape the result.
+
+    Arguments that break the input schema (or that the function's types refuse) give a
+    tool result with ``isError: true``, so the model can correct itself; an argument the
+    function does not take is -32602.  A result that breaks the tool's output schema is
+    -32603 and logged: it is never sent.
+    """
+    p = load(TOOL_CALL_PARAMS, params, TOOLS_CALL)
+    tool = server.get_tool(p["name"])
+    if tool is None:
+        raise MCPError(INVALID_PARAMS, f"Unknown tool: {p['name']}")
+    contract = tool.contract
+    try:
+        kwargs = contract.bind(p.get("arguments") or {})
+    except ArgumentError as exc:
+        if exc.protocol:
+            raise MCPError(INVALID_PARAMS, exc.message) from None
+        return {"content": [text(f"Invalid arguments for tool {tool.name}: {exc.message}")],
+                "isError": True}
+    try:
+        raw = await run_with_input(server, tool.handler, kwargs, ctx)
+    except ToolError as exc:
+        return {"content": [text(str(exc))], "isError": True}
+    except (MCPError, asyncio.CancelledError):
+        raise
+    except Exception:
+        log.exception("tool %s raised", tool.name)
+        raise MCPError(INTERNAL_ERROR, f"Internal error calling tool {tool.name}") from None
+    if isinstance(raw, InputRequired):
+        return input_required(raw, ctx)
+    try:
+        return tool_result(raw, contract)
+    except OutputError as exc:
+        what = "does not match its outputSchema" if contract.output is not None \
+            else "has no JSON form"
+        log.error("tool %s returned a result that %s: %s", tool.name, what, exc)
+        raise MCPError(INTERNAL_ERROR, f"Internal error: tool {tool.name} returned a result "
+                       f"that {what} ({exc})") from None
+
+
+async def run_with_input(server: Host, handler: HandlerSpec, kwargs: dict[str, Any],
+                          ctx: Context) -> Any:
+    """Call a handler; in the legacy era, answer its input requests with real
+    server-to-client requests and call it again, so one handler serves both eras."""
+    result = await handler.call(ctx, kwargs)
+    rounds = 0
+    while isinstance(result, InputRequired) and not ctx.modern:
+        rounds += 1
+        if rounds > MAX_INPUT_ROUNDS:
+            raise MCPError(INTERNAL_ERROR, "Too many input rounds")
+        responses: dict[str, Any] = {}
+        ctx.require_input()  # the mode named, before a capability the client did declare
+        for key, req in result.input_requests.items():
+            cap = INPUT_KIND_CAPABILITY.get(str(req.get("method")))
+            if cap is not None:
+                ctx.require_client_capability(cap)
+            responses[key] = await ctx.send_request(str(req["method"]), req.get("params"))
+        ctx.params = {**ctx.params, "inputResponses": responses}
+        if result.request_state is not None:
+            ctx.params["requestState"] = result.request_state
+        else:
+            ctx.params.pop("requestState", None)
+        result = await handler.call(ctx, kwargs)
+    return result
+
+
+def input_required(raw: InputRequired, ctx: Context) -> dict[str, Any]:
+    """The input-required result, keeping only the requests the client can answer."""
+    kept: dict[str, dict[str, Any]] = {}
+    missing: dict[str, Any] = {}
+    for key, req in raw.input_requests.items():
+        cap = INPUT_KIND_CAPABILITY.get(str(req.get("method")))
+        if cap is not None and not ctx.client_supports(cap):
+            missing[cap] = {}
+            continue
+        kept[key] = req
+    if missing and not kept and raw.request_state is None:
+        raise MissingClientCapability(missing)
+    return InputRequired(kept, raw.request_state).to_result()
+
+
+async def read_resource(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    uri = load(URI_PARAMS, params, RESOURCES_READ)["uri"]
+    res = server.get_resource(uri)
+    try:
+        if res is not None:
+            raw = await run_with_input(server, res.handler, {}, ctx)
+            ttl, scope = res.ttl_ms, res.cache_scope
+        else:
+            found = server.match_template(uri)
+            if found is None:
+                raise ResourceNotFound(uri)
+            tpl, variables = found
+            kwargs = ({**variables, "uri": uri}
+                      if "uri" in {p.name for p in tpl.handler.params} else variables)
+            raw = await run_with_input(server, tpl.handler, kwargs, ctx)
+            ttl, scope, mime = tpl.ttl_ms, tpl.cache_scope, tpl.mime_type
+    except ResourceNotFound as exc:
+        if ctx.modern:
+            raise MCPError(INVALID_PARAMS, "Resource not found", {"uri": exc.uri}) from None
+        raise
+    except (MCPError, asyncio.CancelledError):
+        raise
+    except Exception:
+        log.exception("resource handler for %s raised", uri)
+        raise MCPError(INTERNAL_ERROR, "Internal error reading resource") from None
+    if isinstance(raw, InputRequired):
+        return input_required(raw, ctx)
+    result = contents_result(uri, raw, res.mime_type if res is not None else mime)
+    if ctx.modern:
+        if ttl is not None:
+            result["ttlMs"] = ttl
+        if scope is not None:
+            result["cacheScope"] = scope
+    return result
+
+
+async def subscribe_op(server: Host, params: dict[str, Any], ctx: Context,
+                        handler: HandlerSpec | None) -> dict[str, Any]:
+    if not isinstance(params.get("uri"), str):
+        raise MCPError(INVALID_PARAMS, "Invalid params", "Missing or invalid uri")
+    returned = await handler.call(ctx, {"uri": params["uri"]}) if handler else None
+    if isinstance(returned, dict) and isinstance(returned.get("_meta"), dict):
+        return {"_meta": returned["_meta"]}
+    return {}
+
+
+async def subscribe_m(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    _refuse_without_session(ctx)
+    tracker = server.subscriptions
+    if tracker is not None and ctx.session is not None and isinstance(params.get("uri"), str):
+        tracker.subscribe(ctx.session, params["uri"])  # bounded: -32602 over it
+    return await subscribe_op(server, params, ctx, server.subscribe_handler)
+
+
+async def unsubscribe_m(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    _refuse_without_session(ctx)
+    tracker = server.subscriptions
+    if tracker is not None and ctx.session is not None and isinstance(params.get("uri"), str):
+        tracker.unsubscribe(ctx.session, params["uri"])
+    return await subscribe_op(server, params, ctx, server.unsubscribe_handler)
+
+
+def _refuse_without_session(ctx: Context) -> None:
+    """A legacy subscription needs a session to send its updates to: stateless mode has
+    none (and does not advertise ``resources.subscribe``)."""
+    if ctx.session is None and not ctx.modern:
+        raise MCPError(METHOD_NOT_FOUND, f"Method not found: {ctx.method} (stateless mode has "
+                                         "no session to send updates to; use "
+                                         "subscriptions/listen at 2026-07-28)")
+
+
+async def get_prompt(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    p = load(PROMPT_GET_PARAMS, params, PROMPTS_GET)
+    prompt = server.get_prompt(p["name"])
+    if prompt is None:
+        raise MCPError(INVALID_PARAMS, f"Unknown prompt: {p['name']}")
+    args = p.get("arguments") or {}
+    missing = [a.name for a in prompt.arguments if a.required and a.name not in args]
+    if missing:
+        raise MCPError(INVALID_PARAMS,
+                       f"Missing required arguments for prompt {prompt.name}: "
+                       + ", ".join(missing))
+    known = {q.name for q in prompt.handler.params}
+    kwargs = args if prompt.handler.accepts_kwargs else \
+        {k: v for k, v in args.items() if k in known}
+    try:
+        raw = await run_with_input(server, prompt.handler, kwargs, ctx)
+    except (MCPError, asyncio.CancelledError):
+        raise
+    except Exception:
+        log.exception("prompt %s raised", prompt.name)
+        raise MCPError(INTERNAL_ERROR, f"Internal error getting prompt {prompt.name}") \
+            from None
+    if isinstance(raw, InputRequired):
+        return input_required(raw, ctx)
+    return prompt_result(raw, prompt.description)
+
+
+async def complete(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    p = load(COMPLETE_PARAMS, params, COMPLETION_COMPLETE)
+    handler = server.completion_handler
+    assert handler is not None
+    raw = await handler.call(
+        ctx, {"ref": p["ref"], "argument": p["argument"], "context": p.get("context")})
+    if isinstance(raw, dict) and "completion" in raw:
+        completion = dict(raw["completion"])
+    elif isinstance(raw, dict):
+        completion = dict(raw)
+    else:
+        completion = {"values": list(raw or [])}
+    values = [str(v) for v in completion.get("values", [])]
+    if len(values) > MAX_COMPLETION_VALUES:
+        completion["total"] = completion.get("total", len(values))
+        completion["hasMore"] = True
+        values = values[:MAX_COMPLETION_VALUES]
+    completion["values"] = values
+    return {"completion": completion}
+
+
+Method = Callable[[Host, dict[str, Any], Context], Awaitable[dict[str, Any]]]
+
+BUILTIN: dict[str, Method] = {
+    PING: ping,
+    LOGGING_SET_LEVEL: set_level,
+    SERVER_DISCOVER: discover,
+    TOOLS_LIST: list_tools,
+    TOOLS_CALL: call_tool,
+    RESOURCES_LIST: list_resources,
+    RESOURCES_TEMPLATES_LIST: list_templates,
+    RESOURCES_READ: read_resource,
+    RESOURCES_SUBSCRIBE: subscribe_m,
+    RESOURCES_UNSUBSCRIBE: unsubscribe_m,
+    PROMPTS_LIST: list_prompts,
+    PROMPTS_GET: get_prompt,
+    COMPLETION_COMPLETE: complete,
+}

@@ -1,0 +1,362 @@
+"""The protocol core: what a server offers and how each MCP method is answered.
+
+Nothing here knows about HTTP.  A :class:`Server` holds the registered tools, resources,
+templates and prompts, derives its capabilities from them, and answers a method call
+through :meth:`Server.handle`; transports feed it requests and carry its notifications.
+
+    server = Server("weather", version="1.0.0", instructions="Ask about the weather.")
+
+    @server.tool()
+    def forecast(city: str, days: int = 3) -> str:
+        "Forecast for a city."
+        return f"Sunny in {city} for {days} days"
+
+Registration works as a decorator or a plain call (``server.add_tool(fn, ...)``); it lives
+in :mod:`tornado_mcp.server.registry`, the built-in methods in
+:mod:`tornado_mcp.server.builtins`, result shaping in :mod:`tornado_mcp.server.results`
+and a tool's typed contract in :mod:`tornado_mcp.server.contract`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, Protocol
+
+from ..protocol import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    LEGACY_VERSIONS,
+    META_SERVER_INFO,
+    METHOD_NOT_FOUND,
+    MODERN_VERSIONS,
+    RESOURCES_UPDATED,
+)
+from ..protocol.errors import MCPError, method_not_found
+from .builtins import BUILTIN, MAX_COMPLETION_VALUES, input_required
+from .context import Context
+from .input import MAX_INPUT_ROUNDS as LEGACY_INPUT_ROUNDS
+from .input import NeedsInput
+from .registry import Registry
+from .request_state import RequestStateCodec
+from .session import Session
+from .subscriptions import (
+    MAX_SUBSCRIPTION_URI_BYTES,
+    MAX_SUBSCRIPTIONS_PER_SESSION,
+    SubscriptionTracker,
+)
+
+log = logging.getLogger("tornado_mcp.server")
+
+__all__ = ["CACHEABLE_METHODS", "LEGACY_INPUT_ROUNDS", "MAX_COMPLETION_VALUES",
+           "METHOD_CAPABILITY", "MRTR_METHODS", "REMOVED_IN_MODERN", "NotificationSink",
+           "Server"]
+
+#: Methods whose 2026-07-28 results carry ``ttlMs`` and ``cacheScope``.
+CACHEABLE_METHODS = frozenset({"server/discover", "tools/list", "prompts/list", "resources/list",
+                               "resources/templates/list", "resources/read"})
+#: Legacy methods that 2026-07-28 removed.
+REMOVED_IN_MODERN = frozenset({"initialize", "ping", "logging/setLevel", "resources/subscribe",
+                               "resources/unsubscribe", "notifications/initialized"})
+#: The server capability each method needs (and the flag inside it, if any).
+METHOD_CAPABILITY: dict[str, tuple[str, str | None]] = {
+    "tools/list": ("tools", None), "tools/call": ("tools", None),
+    "resources/list": ("resources", None), "resources/templates/list": ("resources", None),
+    "resources/read": ("resources", None), "resources/subscribe": ("resources", "subscribe"),
+    "resources/unsubscribe": ("resources", "subscribe"),
+    "prompts/list": ("prompts", None), "prompts/get": ("prompts", None),
+    "completion/complete": ("completions", None), "logging/setLevel": ("logging", None),
+}
+#: Methods that may answer with an input-required result (and take ``inputResponses``).
+MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+
+
+class NotificationSink(Protocol):
+    """Where a server's notifications go: each transport serving it registers one."""
+
+    def publish(self, method: str, params: dict[str, Any] | None) -> None: ...
+
+
+#: The rest of a middleware chain: call it (once) to go on with the request.
+CallNext = Callable[[], Awaitable[dict[str, Any]]]
+#: A middleware, ``async def mw(ctx, call_next) -> result`` (see
+#: :mod:`tornado_mcp.engine.middleware`).
+Middleware = Callable[[Context, CallNext], Awaitable[dict[str, Any]]]
+
+
+class Server(Registry):
+    """An MCP server: identity, registered primitives, and method dispatch.
+
+    ``middleware`` (or :meth:`use`) runs around every request on every transport that
+    serves this server: Streamable HTTP, stdio, and the runs of tasks' creating calls.
+    """
+
+    def __init__(self, name: str, version: str = "0.1.0", *, title: str | None = None,
+                 description: str | None = None, instructions: str | None = None,
+                 icons: list[dict[str, Any]] | None = None, website_url: str | None = None,
+                 capabilities: dict[str, Any] | None = None, page_size: int | None = 100,
+                 ttl_ms: int = 0, cache_scope: str = "private",
+                 request_state_key: bytes | None = None,
+                 middleware: Sequence[Middleware] = ()) -> None:
+        if cache_scope not in ("public", "private"):
+            raise ValueError("cache_scope must be 'public' or 'private'")
+        if page_size is not None and page_size <= 0:
+            raise ValueError("page_size must be a positive integer or None")
+        self.name = name
+        self.version = version
+        self.title = title
+        self.description = description
+        self.instructions = instructions
+        self.icons = icons
+        self.website_url = website_url
+        self.page_size = page_size
+        self.ttl_ms = ttl_ms
+        self.cache_scope = cache_scope
+        super().__init__()
+        self.request_state = RequestStateCodec(request_state_key)
+        self._capabilities_override = capabilities
+        self._sinks: list[NotificationSink] = []
+        self._relays: list[NotificationSink] = []
+        self._sinks_lock = threading.Lock()
+        #: The legacy subscriptions kept for you, once :meth:`track_subscriptions` asked.
+        self.subscriptions: SubscriptionTracker | None = None
+        #: Middleware run around every request on every transport, in order.
+        self.middleware: list[Middleware] = list(middleware)
+
+    def use(self, middleware: Middleware) -> Middleware:
+        """Add ``middleware`` at the end of the server's chain (nearest the handler), for
+        every transport; returns it, so it works as a decorator too."""
+        self.middleware.append(middleware)
+        return middleware
+
+    # -- identity and capabilities ----------------------------------------------------------
+    def server_info(self) -> dict[str, Any]:
+        info: dict[str, Any] = {"name": self.name, "version": self.version}
+        for key, value in (("title", self.title), ("description", self.description),
+                           ("icons", self.icons), ("websiteUrl", self.website_url)):
+            if value is not None:
+                info[key] = value
+        return info
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        """What the server advertises: derived from what is registered unless overridden."""
+        if self._capabilities_override is not None:
+            return self._capabilities_override
+        cached = self._cache.get("capabilities")
+        if cached is not None:
+            return cached  # type: ignore[no-any-return]
+        caps: dict[str, Any] = {"logging": {}}
+        if self._tools:
+            caps["tools"] = {"listChanged": True}
+        tracking = self.subscriptions is not None
+        if self._resources or self._templates or self._subscribe or tracking:
+            caps["resources"] = {"listChanged": True}
+            if self._subscribe is not None or tracking:
+                caps["resources"]["subscribe"] = True
+        if self._prompts:
+            caps["prompts"] = {"listChanged": True}
+        if self._completion is not None:
+            caps["completions"] = {}
+        if self._extensions:
+            caps["extensions"] = {k: dict(v) for k, v in self._extensions.items()}
+        self._cache["capabilities"] = caps
+        return caps
+
+    @capabilities.setter
+    def capabilities(self, value: dict[str, Any] | None) -> None:
+        self._capabilities_override = value
+        self._changed("capabilities")
+
+    def has_capability(self, name: str, flag: str | None = None) -> bool:
+        cap = self.capabilities.get(name)
+        if not isinstance(cap, dict):
+            return False
+        return flag is None or bool(cap.get(flag))
+
+    def advertised_capabilities(self, listen_served: bool) -> dict[str, Any]:
+        """Capabilities as ``server/discover`` shows them: without the ``listChanged`` and
+        ``subscribe`` flags when no ``subscriptions/listen`` stream can carry them."""
+        caps = self.capabilities
+        return caps if listen_served else without_change_flags(caps)
+
+    # -- notifications -------------------------------------------------------------------
+    def add_sink(self, sink: NotificationSink) -> None:
+        """Register a transport: it delivers this server's notifications to its clients."""
+        self._edit(self._sinks, sink, add=True)
+
+    def remove_sink(self, sink: NotificationSink) -> None:
+        self._edit(self._sinks, sink, add=False)
+
+    def add_relay(self, relay: NotificationSink) -> None:
+        """Register a relay (e.g. :class:`~tornado_mcp.cluster.Cluster`): it receives every
+        notification that originates in this process, to share it with other processes."""
+        self._edit(self._relays, relay, add=True)
+
+    def remove_relay(self, relay: NotificationSink) -> None:
+        self._edit(self._relays, relay, add=False)
+
+    def _edit(self, targets: list[NotificationSink], target: NotificationSink,
+              add: bool) -> None:
+        with self._sinks_lock:
+            if add:
+                targets.append(target)
+            elif target in targets:
+                targets.remove(target)
+
+    def publish(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Deliver a notification to this process's transports and to the relays."""
+        self.deliver_local(method, params)
+        self.relay(method, params)
+
+    def deliver_local(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Deliver a server-wide notification to this process's transports only (and a
+        resource update to the tracked legacy subscribers this process holds)."""
+        with self._sinks_lock:
+            sinks = list(self._sinks)
+        self._fan_out(sinks, method, params)
+        tracker = self.subscriptions
+        if tracker is not None and method == RESOURCES_UPDATED and params is not None:
+            for session in tracker.subscribers(str(params.get("uri"))):
+                session.send_notification(method, params)
+
+    def relay(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Hand a locally originated notification to the relays (other processes)."""
+        with self._sinks_lock:
+            relays = list(self._relays)
+        self._fan_out(relays, method, params)
+
+    @staticmethod
+    def _fan_out(targets: list[NotificationSink], method: str,
+                 params: dict[str, Any] | None) -> None:
+        for target in targets:
+            try:
+                target.publish(method, params)
+            except Exception:
+                log.exception("notification delivery failed for %s", method)
+
+    def notify_tools_list_changed(self) -> None:
+        """Tell every session's GET stream and every opted-in listen stream. Thread-safe."""
+        self.publish("notifications/tools/list_changed")
+
+    def notify_prompts_list_changed(self) -> None:
+        self.publish("notifications/prompts/list_changed")
+
+    def notify_resources_list_changed(self) -> None:
+        self.publish("notifications/resources/list_changed")
+
+    def notify_resources_updated(self, uri: str) -> None:
+        """Tell everyone watching ``uri`` that it changed, once each (thread-safe): the
+        listen streams naming it and, when the server tracks subscriptions
+        (:meth:`track_subscriptions`), every legacy session subscribed to it, in every
+        transport and process.
+
+        Without tracking, your ``on_subscribe`` handler knows the legacy subscribers: call
+        ``session.notify_resources_updated(uri)`` for each of those, and this once.
+        """
+        self.publish(RESOURCES_UPDATED, {"uri": uri})
+
+    def track_subscriptions(self, max_per_session: int = MAX_SUBSCRIPTIONS_PER_SESSION,
+                            max_uri_bytes: int = MAX_SUBSCRIPTION_URI_BYTES
+                            ) -> SubscriptionTracker:
+        """Keep legacy ``resources/subscribe`` state for you (see
+        :mod:`tornado_mcp.server.subscriptions`): ``resources.subscribe`` is advertised,
+        each session's subscriptions are recorded (bounded, counted, dropped with the
+        session) before your ``on_subscribe`` handler, if any, runs, and
+        :meth:`notify_resources_updated` reaches the subscribers."""
+        if self.subscriptions is None:
+            self.subscriptions = SubscriptionTracker(max_per_session, max_uri_bytes)
+            self._cache.clear()  # the capabilities change
+        return self.subscriptions
+
+    def tracks(self, session: Session, uri: str) -> bool:
+        """Whether the tracker already reaches ``session`` for ``uri``."""
+        return self.subscriptions is not None and self.subscriptions.subscribed(session, uri)
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def negotiate_version(self, requested: Any, served: Iterable[str]) -> str:
+        legacy = [v for v in LEGACY_VERSIONS if v in served]
+        if requested in legacy:
+            return str(requested)
+        return legacy[0] if legacy else LEGACY_VERSIONS[0]
+
+    def initialize_result(self, version: str) -> dict[str, Any]:
+        result: dict[str, Any] = {"protocolVersion": version,
+                                  "capabilities": self.capabilities,
+                                  "serverInfo": self.server_info()}
+        if self.instructions:
+            result["instructions"] = self.instructions
+        return result
+
+    def discover_result(self, served: Iterable[str], listen_served: bool) -> dict[str, Any]:
+        result: dict[str, Any] = {
+            "supportedVersions": [v for v in MODERN_VERSIONS if v in served],
+            "capabilities": self.advertised_capabilities(listen_served),
+        }
+        if self.instructions:
+            result["instructions"] = self.instructions
+        return result
+
+    # -- dispatch --------------------------------------------------------------------------
+    def knows_method(self, method: str) -> bool:
+        return method in BUILTIN or method in self._methods
+
+    def check_method(self, method: str, modern: bool) -> None:
+        """Raise -32601 for a method this server does not serve in this era."""
+        if modern and method in REMOVED_IN_MODERN:
+            raise method_not_found(method)
+        if method not in BUILTIN and method not in self._methods:
+            raise method_not_found(method)
+        gate = METHOD_CAPABILITY.get(method)
+        if gate is not None and not self.has_capability(*gate):
+            offered = "/".join(part for part in gate if part)
+            hint = ("; register an on_subscribe handler or call server.track_subscriptions()"
+                    if gate == ("resources", "subscribe") else "")
+            raise MCPError(METHOD_NOT_FOUND,
+                           f"Method not found: {method} (server does not offer {offered}{hint})")
+
+    async def handle(self, method: str, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+        """Answer one request; raise :class:`MCPError` for a JSON-RPC error."""
+        self.check_method(method, ctx.modern)
+        if method in MRTR_METHODS and "inputResponses" in params:
+            responses = params["inputResponses"]
+            if not isinstance(responses, dict) or \
+                    not all(isinstance(v, dict) for v in responses.values()):
+                raise MCPError(INVALID_PARAMS,
+                               "Invalid params: inputResponses must map keys to result objects")
+        builtin = BUILTIN.get(method)
+        result: dict[str, Any]
+        if builtin is not None:
+            try:
+                result = await builtin(self, params, ctx)
+            except NeedsInput as need:  # ctx.sample / elicit / list_roots at 2026-07-28
+                result = input_required(need.input_required, ctx)
+        else:
+            spec = self._methods[method]
+            result = await spec.call(ctx, {spec.params[0].name: params} if spec.params else {})
+            if result is None:
+                result = {}
+            if not isinstance(result, dict):
+                raise MCPError(INTERNAL_ERROR, "Internal error")
+        result = dict(result)
+        if ctx.modern:
+            result = self._stamp_modern(method, result, ctx)
+        return result
+
+    def _stamp_modern(self, method: str, result: dict[str, Any], ctx: Context) -> dict[str, Any]:
+        result.setdefault("resultType", "complete")
+        meta = result.get("_meta")
+        meta = result["_meta"] = dict(meta) if isinstance(meta, dict) else {}
+        meta.setdefault(META_SERVER_INFO, self.server_info())
+        if method in CACHEABLE_METHODS and result["resultType"] == "complete":
+            result.setdefault("ttlMs", self.ttl_ms)
+            result.setdefault("cacheScope", self.cache_scope)
+        return result
+
+
+def without_change_flags(caps: dict[str, Any]) -> dict[str, Any]:
+    """``caps`` without the ``listChanged`` and ``subscribe`` flags (for a configuration
+    that cannot deliver change notifications); everything else is kept."""
+    return {k: ({f: x for f, x in v.items() if f not in ("listChanged", "subscribe")}
+                if isinstance(v, dict) and k != "extensions" else v) for k, v in caps.items()}

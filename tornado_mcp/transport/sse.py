@@ -1,0 +1,277 @@
+"""Server-Sent Events on a Tornado response, with a bounded outgoing queue.
+
+An :class:`SSEChannel` owns one open response.  :meth:`SSEChannel.send` never blocks and
+never holds a lock: when nothing is being flushed the frame is written at once; while a
+flush is under way frames wait in a queue of at most ``max_queue`` entries, and a consumer
+that stops reading long enough to fill it is disconnected, so it cannot slow anyone else or
+make the server hold more.  Idle channels get a keepalive comment every
+``keepalive()`` seconds, and a peer that has taken nothing for ``stall()`` seconds while
+data waits for it is disconnected too, so it frees its slot even when all it is sent are
+coalesced duplicates (both read each time, so a live change applies at once).
+
+"Data waits" covers both places bytes can wait: a write of ours still pending, and bytes
+already handed to the kernel that the peer has not acknowledged.  The second matters
+because a kernel send buffer holds up to megabytes: a peer that stops reading a quiet
+stream never leaves a write of ours pending.  On Linux the channel reads the socket's
+unacknowledged byte count (``SIOCOUTQ``) on its timer, and counts the peer as progressing
+only while that backlog shrinks or empties; it drops a stalled peer between one and two
+``stall()`` periods after it stopped reading.  Elsewhere only pending writes count.
+
+All methods must be called on the IOLoop's thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import struct
+import sys
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from tornado.ioloop import IOLoop
+from tornado.iostream import StreamClosedError
+
+from ..engine.listen_index import frame
+from ..protocol import Refusal
+
+__all__ = ["KEEPALIVE_FRAME", "SSE_HEADERS", "SSEChannel", "frame"]
+
+if sys.platform.startswith("linux"):
+    import fcntl
+    import termios
+
+    def unacknowledged_bytes(sock: socket.socket) -> int | None:
+        """Bytes written to ``sock`` that its peer has not acknowledged (``SIOCOUTQ``),
+        or ``None`` when the socket cannot say."""
+        try:
+            out = fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0")
+        except (OSError, ValueError):
+            return None
+        value: int = struct.unpack("i", out)[0]
+        return value
+else:  # pragma: no cover - exercised on Linux only
+    def unacknowledged_bytes(sock: socket.socket) -> int | None:
+        """Not available on this platform: only pending writes count as waiting."""
+        return None
+
+SSE_HEADERS = (
+    ("Content-Type", "text/event-stream"),
+    ("Cache-Control", "no-cache, no-transform"),
+    ("Connection", "keep-alive"),
+    ("X-Accel-Buffering", "no"),
+)
+
+KEEPALIVE_FRAME = b": ping\n\n"
+
+
+
+class SSEChannel:
+    """One open SSE response; see the module docstring."""
+
+    __slots__ = ("_acked", "_closing", "_flush_started", "_flushing", "_keepalive",
+                 "_max_queue", "_on_overflow", "_queue", "_queued_keys", "_stall", "_timer",
+                 "_timer_due", "_waiting_since", "closed",
+                 "coalesced", "done", "handler", "last_write")
+
+    def __init__(self, handler: Any, max_queue: Callable[[], int],
+                 keepalive: Callable[[], float | None] = lambda: None,
+                 on_overflow: Callable[[Refusal], None] | None = None,
+                 stall: Callable[[], float | None] = lambda: None) -> None:
+        for name, value in SSE_HEADERS:
+            handler.set_header(name, value)
+        self.handler = handler
+        self._queue: deque[bytes] = deque()
+        self._queued_keys: set[Any] = set()
+        self.coalesced = 0
+        self._flushing = False
+        self._closing = False
+        self._max_queue = max_queue
+        self._keepalive = keepalive
+        self._on_overflow = on_overflow
+        self._stall = stall
+        self._flush_started = 0.0
+        self._timer_due = 0.0
+        self._timer: object | None = None
+        #: Bytes the peer had acknowledged when data was last seen waiting in the kernel,
+        #: and since when it has waited with no more acknowledged (None: nothing waits).
+        self._acked = 0
+        self._waiting_since: float | None = None
+        self.closed = False
+        self.last_write = time.monotonic()
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._arm_timer()
+
+    @property
+    def queue_depth(self) -> int:
+        return len(self._queue)
+
+    def start(self) -> None:
+        """Send the status line and headers now, before any event."""
+        self._write(b"")
+
+    def send(self, data: bytes, key: Any = None) -> bool:
+        """Queue or write one frame; False when the channel is closed or just overflowed.
+
+        ``key`` marks an idempotent notification (a list change, a resource update): while
+        a frame with the same key is still waiting, another is redundant and is dropped, so
+        a burst of changes costs a slow stream one frame per distinct change, not one per
+        event.
+        """
+        if self.closed or self._closing:
+            return False
+        if self._flushing:
+            if key is not None:
+                if key in self._queued_keys:
+                    self.coalesced += 1
+                    return True
+                self._queued_keys.add(key)
+            if len(self._queue) >= self._max_queue():
+                if self._on_overflow is not None:
+                    self._on_overflow(Refusal.MAX_STREAM_QUEUE)
+                self.abort()
+                return False
+            self._queue.append(data)
+            return True
+        self._write(data)
+        return not self.closed
+
+    def close(self, final: bytes | None = None) -> None:
+        """End the response gracefully, after ``final`` and everything queued before it."""
+        if self.closed or self._closing:
+            return
+        if final is not None:
+            self.send(final)
+        self._closing = True
+        if not self._flushing:
+            self._finish()
+
+    def abort(self) -> None:
+        """Drop the connection now (the peer is gone, or too slow)."""
+        if self.closed:
+            return
+        self._mark_closed()
+        try:
+            conn = self.handler.request.connection
+            if conn is not None:
+                conn.close()
+        except Exception:
+            pass
+
+    # -- internals ------------------------------------------------------------------------
+    def _write(self, data: bytes) -> None:
+        try:
+            if data:
+                self.handler.write(data)
+            fut = self.handler.flush()
+        except (StreamClosedError, RuntimeError):
+            self._mark_closed()
+            return
+        self._flushing = True
+        self.last_write = self._flush_started = time.monotonic()
+        stall = self._stall()
+        if stall is not None and self._flush_started + stall / 2 < self._timer_due:
+            self._rearm()  # a stall check would be due before the timer fires
+        fut.add_done_callback(self._flushed)
+
+    def _flushed(self, fut: asyncio.Future[None]) -> None:
+        self._flushing = False
+        if fut.cancelled() or fut.exception() is not None:
+            self._mark_closed()
+            return
+        if self.closed:
+            return
+        if self._queue:
+            data = b"".join(self._queue)
+            self._queue.clear()
+            self._queued_keys.clear()
+            self._write(data)
+        elif self._closing:
+            self._finish()
+
+    def _finish(self) -> None:
+        if self.closed:
+            return
+        self._mark_closed()
+        with contextlib.suppress(Exception):
+            self.handler.finish()
+
+    def _mark_closed(self) -> None:
+        self.closed = True
+        self._queue.clear()
+        self._queued_keys.clear()
+        if self._timer is not None:
+            IOLoop.current().remove_timeout(self._timer)
+            self._timer = None
+        if not self.done.done():
+            self.done.set_result(None)
+
+    def _arm_timer(self) -> None:
+        """Wake at the next keepalive due time, or when a pending write would count as
+        stalled, whichever is first (re-checking every few seconds when neither is set,
+        since both can be turned on while the stream is open)."""
+        if self.closed:
+            return
+        now = time.monotonic()
+        due = now + 5.0
+        interval = self._keepalive()
+        if interval is not None:
+            due = min(due, self.last_write + interval)
+        stall = self._stall()
+        if stall is not None:
+            if self._flushing:
+                due = min(due, self._flush_started + stall)
+            if self._waiting_since is not None:
+                due = min(due, now + stall / 2)
+            elif self.last_write + stall / 2 > now:  # look once soon after each write
+                due = min(due, self.last_write + stall / 2)
+        loop = IOLoop.current()
+        self._timer_due = due
+        self._timer = loop.call_at(loop.time() + max(0.0, due - now), self._tick)
+
+    def _stalled(self, now: float, stall: float) -> bool:
+        """Whether the peer has taken nothing for ``stall`` seconds while data waited."""
+        if self._flushing and now - self._flush_started >= stall:
+            return True  # a write of ours has been pending all that time
+        try:
+            stream = self.handler.request.connection.stream
+            sock = stream.socket
+            written: int = stream._total_write_done_index  # bytes handed to the kernel
+        except AttributeError:
+            return False
+        unacked = unacknowledged_bytes(sock) if sock is not None else None
+        if not unacked:
+            self._waiting_since = None
+            return False
+        acked = written - unacked
+        if self._waiting_since is None or acked > self._acked:
+            self._acked = acked
+            self._waiting_since = now
+            return False
+        return now - self._waiting_since >= stall
+
+    def _rearm(self) -> None:
+        if self._timer is not None:
+            IOLoop.current().remove_timeout(self._timer)
+            self._timer = None
+        self._arm_timer()
+
+    def _tick(self) -> None:
+        self._timer = None
+        if self.closed:
+            return
+        now = time.monotonic()
+        stall = self._stall()
+        if stall is not None and self._stalled(now, stall):
+            if self._on_overflow is not None:
+                self._on_overflow(Refusal.STREAM_STALL_TIMEOUT)
+            self.abort()  # the peer has not taken a byte for too long
+            return
+        interval = self._keepalive()
+        if not self._closing and interval is not None \
+                and now - self.last_write >= interval * 0.999:
+            self.send(KEEPALIVE_FRAME)
+        self._arm_timer()
