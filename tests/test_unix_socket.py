@@ -206,3 +206,12 @@ async def test_a_stale_socket_left_by_a_dead_process_is_replaced(sock_dir: Path)
         assert stat.S_IMODE(os.lstat(path).st_mode) == 0o600  # a new socket, ours
         async with uds_client(path) as http:
             assert (await http.post("/mcp", json=init_msg(request_id=1))).status_code == 200
+
+
+def test_oauth_on_a_unix_socket_needs_an_explicit_audience(sock_dir: Path) -> None:
+    path = sock_dir / "oauth.sock"
+    done = run_refused(["examples/conformance_server.py", "--oauth-issuer",
+                        "http://127.0.0.1:9"], path)
+    assert done.returncode == 2, done.stderr
+    assert "error: --oauth-issuer with --unix-socket needs --oauth-audience" in done.stderr
+    assert "MCP endpoint" not in done.stdout and not path.exists()

@@ -70,10 +70,12 @@ def challenge(srv: Running, error: str | None = None, description: str | None = 
     return "Bearer " + ", ".join([*params, *([] if on_dpop else errors)]) + ", " + dpop
 
 
-def assert_refused(reply: Any, status: int, www: str, message: str) -> None:
+def assert_refused(reply: Any, status: int, www: str, message: str,
+                   request_id: Any = None) -> None:
+    """A refusal; ``request_id`` once the request was read (a tool's scope), else null."""
     assert reply.status == status, (reply.status, reply.body)
     assert reply.headers.get("Www-Authenticate") == www
-    assert reply.json == {"jsonrpc": "2.0", "id": None,
+    assert reply.json == {"jsonrpc": "2.0", "id": request_id,
                           "error": {"code": -32600, "message": message}}
 
 
@@ -373,7 +375,7 @@ async def test_a_bound_token_lacking_a_scope_is_403_in_the_dpop_challenge() -> N
         assert_refused(await call(s.srv, f"DPoP {token}", [holder.proof(s.srv.url, token)],
                                   name="admin_only"), 403,
                        challenge(s.srv, "insufficient_scope", description, scope=ADMIN),
-                       f"Forbidden: {description}")
+                       f"Forbidden: {description}", request_id=1)
 
 
 def test_only_asymmetric_proof_algorithms_can_be_configured() -> None:
