@@ -164,12 +164,14 @@ RPC_METHODS = ["initialize", "notifications/initialized", "ping", "tools/list", 
                "resources/subscribe", "server/discover", "notifications/cancelled",
                "subscriptions/list"]
 header_text = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7e), max_size=40)
+#: Text with lone UTF-16 surrogates too: JSON can spell them (``"\ud800"``), UTF-8 cannot.
+surrogate_text = st.text(st.characters(categories=["Cs"]) | st.characters(), max_size=12)
 json_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) \
-    | st.text(max_size=30)
+    | st.text(max_size=30) | surrogate_text
 json_values = st.recursive(
     json_scalars, lambda inner: st.lists(inner, max_size=4)
     | st.dictionaries(st.text(max_size=10), inner, max_size=4), max_leaves=12)
-request_ids = st.integers() | st.text(max_size=20) | json_values
+request_ids = st.integers() | st.text(max_size=20) | surrogate_text | json_values
 
 
 @st.composite

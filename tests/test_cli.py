@@ -163,3 +163,43 @@ def test_port_0_binds_an_ephemeral_port_and_prints_it(argv: list[str]) -> None:
         proc.terminate()
         proc.communicate(timeout=10)
     assert proc.returncode == 0
+
+
+# What pip writes for the ``tornado-mcp`` entry in [project.scripts] (the wheel install in
+# test_packaging.py runs the real one).
+CONSOLE_SCRIPT = """import re
+import sys
+from tornado_mcp.__main__ import main
+if __name__ == '__main__':
+    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])
+    sys.exit(main())
+"""
+
+
+def run_cli(argv: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    if argv[0] == "tornado-mcp":
+        script = tmp_path / "tornado-mcp"
+        script.write_text(CONSOLE_SCRIPT, encoding="utf-8")
+        argv = [str(script), *argv[1:]]
+    return subprocess.run([sys.executable, *argv], cwd=REPO_ROOT, capture_output=True,
+                          text=True, timeout=30, check=False,
+                          env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+
+
+@pytest.mark.parametrize(("argv", "prog"), [
+    (["tornado-mcp"], "tornado-mcp"),
+    (["-m", "tornado_mcp"], "python -m tornado_mcp"),
+], ids=["console-script", "module"])
+def test_usage_names_the_command_as_it_was_invoked(argv: list[str], prog: str,
+                                                   tmp_path: Path) -> None:
+    helped = run_cli([*argv, "--help"], tmp_path)
+    assert helped.returncode == 0, helped.stderr
+    assert helped.stdout.startswith(f"usage: {prog} [-h] {{demo,stdio}}")
+    demo = run_cli([*argv, "demo", "--help"], tmp_path)
+    assert demo.stdout.startswith(f"usage: {prog} demo [-h]")
+    wrong = run_cli([*argv, "stdio", "no_such_module_here:server"], tmp_path)
+    assert wrong.returncode == 2
+    assert wrong.stderr.splitlines()[-1].startswith(f"{prog}: error: stdio: ")
+    other = "python -m tornado_mcp" if prog == "tornado-mcp" else "tornado-mcp"
+    for output in (helped.stdout, demo.stdout, wrong.stderr):
+        assert f"usage: {other}" not in output and f"{other}: error" not in output

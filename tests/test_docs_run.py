@@ -1,4 +1,4 @@
-"""Every Python code block in README.md and docs/*.md runs, so the docs cannot rot.
+"""Every Python code block in README.md and docs/**/*.md runs, so the docs cannot rot.
 
 Conventions (the harness, not the reader, needs these):
 
@@ -38,7 +38,7 @@ from conftest import REPO_ROOT, ServerProc
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-DOCS = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
+DOCS = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").rglob("*.md"))]
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```\s*$", re.M | re.S)
 # The runner reports the port a program's ``app.listen(0)`` bound, in the line the
 # harness reads for every server it starts, so the program itself need not print it.

@@ -1,5 +1,9 @@
 """``python -m tornado_mcp demo``: serve the demo MCP server (and its dashboard);
-``python -m tornado_mcp stdio module:attribute``: serve a ``Server`` over stdio."""
+``python -m tornado_mcp stdio module:attribute``: serve a ``Server`` over stdio.
+
+The same command line is the ``tornado-mcp`` console script; usage and errors name the
+command the way it was invoked.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +11,13 @@ import argparse
 
 from . import cli
 
+MODULE_PROG = "python -m tornado_mcp"
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m tornado_mcp",
+
+def main(argv: list[str] | None = None, prog: str | None = None) -> None:
+    """Run the command line; ``prog`` (the name in usage and errors) defaults to the
+    script's own name, as argparse derives it (``tornado-mcp`` for the console script)."""
+    parser = argparse.ArgumentParser(prog=prog,
                                      description="tornado-mcp command line")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="serve the demo MCP server at /mcp, dashboard at /admin")
@@ -36,4 +44,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(prog=MODULE_PROG)

@@ -53,6 +53,9 @@ class StreamInfo:
 
 @dataclass(frozen=True)
 class Totals:
+    """Counts over the whole transport: sessions, streams, what they retain, subscribed
+    URIs and requests in flight."""
+
     sessions: int
     get_streams: int
     listen_streams: int
@@ -77,6 +80,10 @@ class TaskTotals:
 
 @dataclass(frozen=True)
 class Snapshot:
+    """What :meth:`tornado_mcp.Transport.snapshot` returns: totals, current limits, refusal
+    counts, requests handled, one row per session and per listen stream (unless turned
+    off), and the task store's totals."""
+
     taken_at: float
     started_at: float
     totals: Totals

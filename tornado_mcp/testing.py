@@ -170,10 +170,14 @@ class Client:
         return ToolResult(await self.request(TOOLS_CALL, params))
 
     async def read_resource(self, uri: str) -> dict[str, Any]:
+        """Read the resource at ``uri``: the ``resources/read`` result (its ``contents``),
+        or :class:`RPCError`."""
         return await self.request(RESOURCES_READ, {"uri": uri})
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None = None
                          ) -> dict[str, Any]:
+        """Get the prompt ``name`` with ``arguments``: the ``prompts/get`` result (its
+        ``messages``), or :class:`RPCError`."""
         return await self.request(PROMPTS_GET, {"name": name, "arguments": arguments or {}})
 
     async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -202,6 +206,7 @@ class Client:
         raise RPCError(0, f"no response to {method} (HTTP {status})", status=status)
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send one notification (a message without an id: it gets no JSON-RPC answer)."""
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = params

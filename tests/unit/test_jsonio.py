@@ -102,7 +102,7 @@ from tornado_mcp.protocol import jsonio
 assert jsonio._orjson is None
 bad = []
 for body in (b"[NaN]", b'{"a":Infinity}', '{"a":1}'.encode("utf-16"), b"\xff\xfe{}",
-             b"[" * 65 + b"]" * 65):
+             b"[" * 65 + b"]" * 65, b'"\\ud800"', b'{"\\udc00":1}', b'["x\\uDBFFy"]'):
     try:
         jsonio.loads(body)
         bad.append(body)
@@ -116,6 +116,10 @@ if jsonio.dumps({"a": [1], "b": "\u00e9"}) != '{"a":[1],"b":"\u00e9"}'.encode():
     bad.append("dumps")
 if jsonio.loads(b"[" * 64 + b"]" * 64) != json.loads(b"[" * 64 + b"]" * 64):
     bad.append("nesting 64")
+if jsonio.loads(b'"\\ud83d\\ude00"') != "\U0001f600":  # a surrogate pair is one character
+    bad.append("pair")
+if jsonio.dumps({"id": "\ud800"}) != b'{"id":"\\ud800"}':
+    bad.append("surrogate out")
 print(bad)
 sys.exit(1 if bad else 0)
 """
@@ -127,3 +131,19 @@ def test_stdlib_fallback_behaves_as_orjson() -> None:
     proc = subprocess.run([sys.executable, "-c", _FALLBACK], capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("body", [b'"\\ud800"', b'{"\\udc00":1}', b'["x\\uDBFFy"]',
+                                  b'{"id":"\\ud800","method":"ping"}'])
+def test_a_lone_surrogate_is_a_parse_error(body: bytes) -> None:
+    with pytest.raises(jsonio.JSONDecodeError):
+        jsonio.loads(body)
+
+
+def test_a_surrogate_pair_is_one_character() -> None:
+    assert jsonio.loads(b'"\\ud83d\\ude00"') == "\U0001f600"
+
+
+def test_a_lone_surrogate_produced_by_a_handler_is_escaped_on_the_way_out() -> None:
+    assert jsonio.dumps({"text": "a\ud800b", "e": "\u00e9"}) == \
+        b'{"text":"a\\ud800b","e":"\\u00e9"}'

@@ -148,6 +148,9 @@ class JWTVerifier:
         return len(self._verified)
 
     async def verify(self, token: str, resource: str) -> Principal:
+        """The principal of a JWT signed by a key of the JWKS, unexpired, for its audience
+        (this resource unless ``audience`` is set) and from ``issuer``;
+        :class:`InvalidToken` (saying why) for any other."""
         if self._fetched_at is not None and \
                 time.monotonic() - self._fetched_at >= self.max_key_age:
             await self.refresh()  # the keys are old: a removed key must stop verifying

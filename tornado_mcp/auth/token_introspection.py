@@ -91,6 +91,10 @@ class IntrospectionVerifier:
         return len(self._cache)
 
     async def verify(self, token: str, resource: str) -> Principal:
+        """The principal of a token the introspection endpoint says is active, unexpired,
+        for its audience (this resource unless ``audience`` is set) and (when ``issuer``
+        is set) from that issuer;
+        :class:`InvalidToken` for any other, or when the endpoint cannot answer."""
         # The verdict depends on the resource when no fixed audience is configured (the
         # token must name the resource it is used at), so the resource is in the key.
         scope = "" if self.audience else resource

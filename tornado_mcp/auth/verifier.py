@@ -39,7 +39,9 @@ class TokenVerifier(Protocol):
     its own (RFC 8707: a token minted for another resource is refused, never passed on).
     """
 
-    async def verify(self, token: str, resource: str) -> Principal: ...
+    async def verify(self, token: str, resource: str) -> Principal:
+        """The principal ``token`` authenticates, or :class:`InvalidToken`."""
+        ...
 
 
 def scopes_of(claims: Mapping[str, Any]) -> frozenset[str]:

@@ -67,6 +67,9 @@ class Cluster:
         self._counts_due = False
 
     async def start(self) -> None:
+        """Join the cluster, on the IOLoop that serves the transport: connect to Redis
+        (raising if it cannot be reached now), follow the shared notifications, share
+        this process's live limits, announce it, and keep it announced."""
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         await self.link.connect()

@@ -35,6 +35,7 @@ from typing import Any, Protocol
 from ..options import TransportOptions
 from ..protocol import (
     CANCELLED,
+    COMPLETION_COMPLETE,
     INTERNAL_ERROR,
     INVALID_REQUEST,
     PING,
@@ -47,6 +48,7 @@ from ..protocol.errors import MCPError, error_of
 from ..protocol.identity import ANONYMOUS, Principal
 from ..protocol.jsonrpc import error_body, safe_id, valid_id
 from ..server.context import Context, HTTPRequestFacts, RequestChannel
+from ..server.scopes import unknown_reference
 from ..server.server import Server
 from ..server.session import Session, SessionStore
 from ..server.sync_handlers import CURRENT as CURRENT_RUNNER
@@ -163,6 +165,10 @@ class Engine:
             try:
                 rules.authorize(method, params, principal)
             except AuthError as exc:
+                if method == COMPLETION_COMPLETE and self.options.hide_unauthorized:
+                    # hidden is indistinguishable from unknown: hiding must not leak
+                    return {"jsonrpc": "2.0", "id": request_id,
+                            "error": unknown_reference().to_error()}
                 exc.request_id = request_id
                 raise
         opts = self.options

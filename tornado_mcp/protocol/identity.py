@@ -68,5 +68,5 @@ class Principal:
                 "method": self.method, "authenticated": self.authenticated}
 
 
-#: The principal of every request on an endpoint without authentication.
 ANONYMOUS = Principal(None)
+"""The principal of every request on an endpoint without authentication."""

@@ -1,13 +1,19 @@
-"""One place for JSON: fast encoding and bounded decoding.
+r"""One place for JSON: fast encoding and bounded decoding.
 
 ``orjson`` is used when it is installed (``pip install tornado-mcp[speed]``); the standard
 library serves otherwise, with the same results.  Decoding enforces the nesting bound, and
 :func:`count_values_exceeds` walks a parsed value without ever queuing more than the limit.
+
+Text that Python can hold but UTF-8 cannot carry, a lone UTF-16 surrogate such as
+``"\ud800"``, is refused on the way in as a parse error by both (orjson refuses it; the
+standard library's parser is checked afterwards), and escaped on the way out (``\ud800``
+in the JSON text) should a handler produce one, so no input can make an answer fail.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 #: JSON nesting deeper than this is a parse error (-32700, HTTP 400), in both eras.
@@ -41,8 +47,14 @@ if _orjson is not None:
 
     def dumps(value: Any) -> bytes:
         """Compact UTF-8 JSON."""
-        out: bytes = _dumps(value)
+        try:
+            out: bytes = _dumps(value)
+        except TypeError:  # a lone surrogate (or a value JSON cannot hold: raised below)
+            return _ascii_dumps(value)
         return out
+
+    def _surrogates_in(data: bytes, value: Any) -> bool:
+        return False  # orjson's parser refuses lone surrogates itself
 else:  # pragma: no cover
     _encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     _decode_errors = (ValueError, RecursionError, UnicodeDecodeError)
@@ -59,7 +71,40 @@ else:  # pragma: no cover
 
     def dumps(value: Any) -> bytes:
         """Compact UTF-8 JSON."""
-        return _encoder.encode(value).encode("utf-8")
+        try:
+            return _encoder.encode(value).encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: escape it
+            return _ascii_dumps(value)
+
+    def _surrogates_in(data: bytes, value: Any) -> bool:
+        # Only a document spelling a surrogate escape can decode to a lone surrogate.
+        return _SURROGATE_ESCAPE.search(data) is not None and _has_lone_surrogate(value)
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_ascii_encoder = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+
+
+def _ascii_dumps(value: Any) -> bytes:
+    """JSON with every non-ASCII character escaped: what carries a lone surrogate."""
+    return _ascii_encoder.encode(value).encode("ascii")
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if type(v) is str:
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif type(v) is dict:
+            stack.extend(v)
+            stack.extend(v.values())
+        elif type(v) is list:
+            stack.extend(v)
+    return False
 
 
 def dumps_retained(value: Any) -> bytes:
@@ -103,6 +148,8 @@ def loads(data: bytes, max_nesting: int = MAX_JSON_NESTING) -> Any:
         if _too_deep(exc):
             raise JSONNestingError(f"nesting exceeds {max_nesting}") from None
         raise JSONDecodeError(str(exc)) from None
+    if _surrogates_in(data, value):
+        raise JSONDecodeError("a string holds a lone UTF-16 surrogate")
     if (data.count(b"[") + data.count(b"{") > max_nesting
             and type(value) in (dict, list) and depth_exceeds(value, max_nesting)):
         raise JSONNestingError(f"nesting exceeds {max_nesting}")

@@ -50,6 +50,7 @@ from .contract import ArgumentError, HandlerSpec, OutputError, tool_result
 from .input import INPUT_KIND_CAPABILITY, MAX_INPUT_ROUNDS, InputRequired
 from .primitives import Prompt, Resource, ResourceTemplate, Tool
 from .results import contents_result, prompt_result, text
+from .scopes import unknown_reference
 from .subscriptions import SubscriptionTracker
 
 log = logging.getLogger("tornado_mcp.server")
@@ -85,6 +86,8 @@ class Host(Protocol):
     def get_resource(self, uri: str) -> Resource | None: ...
 
     def match_template(self, uri: str) -> tuple[ResourceTemplate, dict[str, str]] | None: ...
+
+    def get_template(self, uri_template: str) -> ResourceTemplate | None: ...
 
     @property
     def completion_handler(self) -> HandlerSpec | None: ...
@@ -327,6 +330,10 @@ async def get_prompt(server: Host, params: dict[str, Any], ctx: Context) -> dict
 
 async def complete(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
     p = load(COMPLETE_PARAMS, params, COMPLETION_COMPLETE)
+    if not _resolves(server, p["ref"]):
+        # Only what the registry holds, compared as it compares names: the handler never
+        # sees a reference to nothing (nor one the scope rules did not check).
+        raise unknown_reference()
     handler = server.completion_handler
     assert handler is not None
     raw = await handler.call(
@@ -344,6 +351,20 @@ async def complete(server: Host, params: dict[str, Any], ctx: Context) -> dict[s
         values = values[:MAX_COMPLETION_VALUES]
     completion["values"] = values
     return {"completion": completion}
+
+
+def _resolves(server: Host, ref: dict[str, Any]) -> bool:
+    """Whether a completion's ``ref`` names a registered prompt, or a registered resource
+    or resource template (its exact URI or URI template)."""
+    kind = ref.get("type")
+    if kind == "ref/prompt":
+        name = ref.get("name")
+        return isinstance(name, str) and server.get_prompt(name) is not None
+    if kind == "ref/resource":
+        uri = ref.get("uri")
+        return isinstance(uri, str) and (server.get_template(uri) is not None
+                                         or server.get_resource(uri) is not None)
+    return False
 
 
 Method = Callable[[Host, dict[str, Any], Context], Awaitable[dict[str, Any]]]

@@ -405,6 +405,7 @@ class Context(_Logging):
         return value if isinstance(value, dict) else {}
 
     def input_response(self, key: str) -> Any:
+        """The client's answer to the input request named ``key`` (``None`` if absent)."""
         return self.input_responses.get(key)
 
     @property

@@ -131,6 +131,9 @@ class ResourceTemplate:
 
 @dataclass
 class PromptArgument:
+    """One argument of a prompt, as ``prompts/list`` describes it: its name, whether it is
+    required, and an optional title and description."""
+
     name: str
     description: str | None = None
     required: bool = False

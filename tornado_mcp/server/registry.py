@@ -275,6 +275,10 @@ class Registry:
     def get_resource(self, uri: str) -> Resource | None:
         return self._resources.get(uri)
 
+    def get_template(self, uri_template: str) -> ResourceTemplate | None:
+        """The resource template registered as exactly ``uri_template``."""
+        return self._templates.get(uri_template)
+
     def match_template(self, uri: str) -> tuple[ResourceTemplate, dict[str, str]] | None:
         """The first resource template matching ``uri``, with its variables."""
         for tpl in self._templates.values():

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..protocol import (
     COMPLETION_COMPLETE,
+    INVALID_PARAMS,
     PROMPTS_GET,
     PROMPTS_LIST,
     RESOURCES_LIST,
@@ -33,6 +34,7 @@ from ..protocol import (
     TOOLS_LIST,
 )
 from ..protocol.auth_errors import AuthError, insufficient, missing
+from ..protocol.errors import MCPError
 from ..protocol.identity import Principal
 from ..protocol.uritemplate import UriTemplate
 
@@ -72,11 +74,15 @@ class ScopeRules:
         self.active = bool(self._named or self._templates)
 
     def needed(self, method: str, name: str) -> frozenset[str]:
-        """The scopes calling ``method`` on ``name`` needs (empty: none)."""
+        """The scopes calling ``method`` on ``name`` needs (empty: none); for a resource,
+        ``name`` is a URI or (completing a template's arguments) the URI template."""
         found = self._named.get((method, name))
         if found is not None:
             return found
         if method == RESOURCES_READ:
+            exact = self._templates.get(name)
+            if exact is not None:
+                return exact[1]
             for template, scopes in self._templates.values():
                 if template.match(name) is not None:
                     return scopes
@@ -139,3 +145,10 @@ def _refusal(principal: Principal, scopes: frozenset[str]) -> AuthError:
     if not principal.authenticated:
         return missing("authentication required", scopes)
     return insufficient(scopes)
+
+
+def unknown_reference() -> MCPError:
+    """The answer to a completion whose ``ref`` names nothing the caller may see: the same
+    for an unknown prompt or resource and, with ``hide_unauthorized``, for a hidden one."""
+    return MCPError(INVALID_PARAMS, "Invalid params: completion ref names no prompt or "
+                                    "resource template")

@@ -241,9 +241,13 @@ class Server(Registry):
         self.publish("notifications/tools/list_changed")
 
     def notify_prompts_list_changed(self) -> None:
+        """Tell every session's GET stream and every opted-in listen stream that the prompt
+        list changed. Thread-safe."""
         self.publish("notifications/prompts/list_changed")
 
     def notify_resources_list_changed(self) -> None:
+        """Tell every session's GET stream and every opted-in listen stream that the
+        resource list changed. Thread-safe."""
         self.publish("notifications/resources/list_changed")
 
     def notify_resources_updated(self, uri: str) -> None:

@@ -23,6 +23,9 @@ POLL_INTERVAL_MS = 500
 
 
 class Status(enum.StrEnum):
+    """A task's status, by its protocol name; ``terminal`` for completed, failed and
+    cancelled."""
+
     WORKING = "working"
     INPUT_REQUIRED = "input_required"
     COMPLETED = "completed"

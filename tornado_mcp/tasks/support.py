@@ -58,6 +58,8 @@ def declare(server: Server, tool: str, support: str = "optional", *,
 
 
 def undeclare(server: Server, tool: str) -> None:
+    """Withdraw the task declaration of ``server``'s tool named ``tool`` (nothing happens
+    when there is none): its calls run as plain calls again."""
     _DECLARED.get(server, {}).pop(tool, None)
 
 
