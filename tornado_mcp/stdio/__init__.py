@@ -59,9 +59,11 @@ from typing import Any, BinaryIO
 
 from ..protocol.identity import ANONYMOUS, Principal
 from ..server.server import Server
-from .connection import MAX_IN_FLIGHT, MAX_LINE_BYTES, StdioConnection
+from .connection import MAX_IN_FLIGHT as MAX_IN_FLIGHT
+from .connection import MAX_LINE_BYTES as MAX_LINE_BYTES
+from .connection import StdioConnection
 
-__all__ = ["MAX_IN_FLIGHT", "MAX_LINE_BYTES", "StdioConnection", "load_server", "run", "serve"]
+__all__ = ["StdioConnection", "load_server", "run", "serve"]
 
 _READ_CHUNK = 64 * 1024
 
