@@ -209,3 +209,42 @@ async def test_the_getting_started_server_with_the_official_client(
             booked = await client.call_tool("book", {"city": "Oslo"})
             assert text_of(booked) == "booked Oslo"
     assert "Traceback" not in getting_started.stderr
+
+
+async def test_the_getting_started_watchers_hear_of_an_edit_in_both_eras(
+        getting_started: ServerProc) -> None:
+    """getting-started's Notifications section as written: a legacy subscriber (on its GET
+    stream) and a 2026-07-28 listener each hear of ``edit_note``, once per edit."""
+    from mcp.client.subscriptions import ResourceUpdated
+
+    updates: list[str] = []
+    arrived = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        nonlocal arrived
+        if isinstance(message, types.ServerNotification) and \
+                isinstance(message, types.ResourceUpdatedNotification):
+            updates.append(str(message.params.uri))
+            arrived.set()
+
+    with anyio.fail_after(6 * STEP):
+        async with Client(getting_started.url, mode="legacy",  # type: ignore[arg-type]
+                          read_timeout_seconds=STEP, message_handler=on_message) as client:
+            await client.call_tool("add_note", {"name": "todo", "text": "milk"})
+            await client.subscribe_resource("note://todo")
+            # The SDK opens its GET stream in the background: edit until one update arrives.
+            edits = 0
+            while not updates and edits < 10:
+                edits += 1
+                await client.call_tool("edit_note", {"name": "todo", "text": f"v{edits}"})
+                with anyio.move_on_after(1.0):
+                    await arrived.wait()
+            assert updates and set(updates) == {"note://todo"}
+            assert len(updates) <= edits  # never two for one edit
+        async with Client(getting_started.url, read_timeout_seconds=STEP) as client, \
+                client.listen(resource_subscriptions=["note://todo"]) as sub:
+            assert sub.honored.resource_subscriptions == ["note://todo"]
+            edited = await client.call_tool("edit_note", {"name": "todo", "text": "oat milk"})
+            assert text_of(edited) == "edited todo"
+            with anyio.fail_after(STEP):
+                assert await sub.__anext__() == ResourceUpdated(uri="note://todo")

@@ -100,3 +100,26 @@ async def test_the_apps_login_protects_mcp_and_names_the_caller() -> None:
         # a forged cookie is no login
         async with httpx.AsyncClient(timeout=10, cookies={"user": "root"}) as forger:
             assert (await call(forger, base, "whoami")).status_code == 401
+
+
+async def test_the_official_client_gets_in_with_the_apps_login_cookie() -> None:
+    """docs/auth.md's recipe: log in with httpx, hand that client to the SDK."""
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with app_running() as (_example, base):
+        http = httpx.AsyncClient(timeout=10)
+        async with http:
+            await http.get(f"{base}/login")  # exactly as docs/auth.md logs in
+            await http.post(f"{base}/login", data={"name": "ada", "password": "lovelace",
+                                                   "_xsrf": http.cookies["_xsrf"]})
+            async with Client(streamable_http_client(base + "/mcp", http_client=http)) as client:
+                who = await client.call_tool("whoami", {})
+                assert who.structured_content == {
+                    "subject": "ada", "scopes": ["notes"], "method": "cookie",
+                    "authenticated": True}
+        async with httpx.AsyncClient(timeout=10) as stranger:  # without the cookie: refused
+            with pytest.raises(Exception):  # noqa: B017 - the SDK surfaces the 401 its own way
+                async with Client(streamable_http_client(base + "/mcp", http_client=stranger)
+                                  ) as client:
+                    await client.call_tool("whoami", {})

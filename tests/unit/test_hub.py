@@ -183,7 +183,7 @@ def test_remove_unindexes_the_stream_and_is_idempotent() -> None:
     assert hub.publish("notifications/tools/list_changed", None) == 0
     assert hub.publish(RESOURCE_UPDATED, {"uri": "test://a"}) == 0
     assert hub.publish(RESOURCE_UPDATED, {"uri": "test://shared"}) == 1
-    assert hub._by_uri == {"test://shared": {b}}
+    assert hub._by_uri == {"test://shared": b}  # one watcher left: the stream, no set
     assert hub.remove(b) is True
     assert hub._by_uri == {} and len(hub) == 0
 

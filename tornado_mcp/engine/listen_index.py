@@ -115,7 +115,9 @@ class NotificationHub:
     def __init__(self) -> None:
         self._streams: dict[str, ListenStream] = {}
         self._by_flag: dict[str, set[ListenStream]] = {f: set() for f in LIST_CHANGED.values()}
-        self._by_uri: dict[str, set[ListenStream]] = {}
+        #: URI -> the one stream naming it, or the set of them when several do (a set per
+        #: URI would cost more than the URI itself: most URIs have one watcher).
+        self._by_uri: dict[str, ListenStream | set[ListenStream]] = {}
 
     def __len__(self) -> int:
         return len(self._streams)
@@ -130,29 +132,43 @@ class NotificationHub:
         self._streams[stream.id] = stream
         for flag in stream.flags:
             self._by_flag[flag].add(stream)
+        by_uri = self._by_uri
         for uri in stream.uris:
-            self._by_uri.setdefault(uri, set()).add(stream)
+            holder = by_uri.get(uri)
+            if holder is None:
+                by_uri[uri] = stream
+            elif isinstance(holder, set):
+                holder.add(stream)
+            elif holder is not stream:
+                by_uri[uri] = {holder, stream}
 
     def remove(self, stream: ListenStream) -> bool:
         if self._streams.pop(stream.id, None) is None:
             return False
         for flag in stream.flags:
             self._by_flag[flag].discard(stream)
+        by_uri = self._by_uri
         for uri in stream.uris:
-            holders = self._by_uri.get(uri)
-            if holders is not None:
-                holders.discard(stream)
-                if not holders:
-                    del self._by_uri[uri]
+            holder = by_uri.get(uri)
+            if holder is stream:
+                del by_uri[uri]
+            elif isinstance(holder, set):
+                holder.discard(stream)
+                if len(holder) == 1:
+                    by_uri[uri] = next(iter(holder))
         return True
 
     def publish(self, method: str, params: dict[str, Any] | None) -> int:
         """Deliver to every matching stream; return how many took it."""
         flag = LIST_CHANGED.get(method)
+        targets: set[ListenStream] | tuple[ListenStream, ...]
         if flag is not None:
             targets = self._by_flag[flag]
         elif method == RESOURCES_UPDATED and params is not None:
-            targets = self._by_uri.get(str(params.get("uri")), set())
+            holder = self._by_uri.get(str(params.get("uri")))
+            if holder is None:
+                return 0
+            targets = holder if isinstance(holder, set) else (holder,)
         else:
             return 0
         if not targets:
