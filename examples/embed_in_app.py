@@ -1,11 +1,14 @@
 """An existing Tornado application that mounts MCP at /mcp in a few lines.
 
     python examples/embed_in_app.py --port 8888 [--header-timeout 30] [--body-timeout 60]
+    python examples/embed_in_app.py --unix-socket /run/app.sock   # instead of a port
 
 The app keeps its own routes (``/`` and ``/api/greeting``); the MCP endpoint shares its
 IOLoop, its server and its port.  Once listening it prints
 ``MCP endpoint: http://127.0.0.1:PORT/mcp``; ``--port 0`` binds an ephemeral port and that
-line reports it.
+line reports it.  With ``--unix-socket PATH`` the app is served on that Unix domain socket
+instead (mode 0600, removed on shutdown) and the line reads
+``MCP endpoint: http+unix://<PATH percent-encoded>/mcp``.
 The app owns its ``HTTPServer``, so the HTTP server's own bounds are set here, where
 it is started (see docs/limits.md): Tornado's defaults keep a connection an hour for its
 headers and forever for its body.
@@ -19,11 +22,13 @@ import signal
 import sys
 from pathlib import Path
 
+import tornado.httpserver
 import tornado.web
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tornado_mcp import Server, Transport
+from tornado_mcp.transport import unixsocket
 
 GREETINGS = {"en": "Hello", "fr": "Bonjour", "de": "Hallo"}
 
@@ -49,32 +54,45 @@ def greet(name: str, lang: str = "en") -> str:
     return f"{GREETINGS.get(lang, GREETINGS['en'])}, {name}!"
 
 
-async def main(port: int, header_timeout: float = 30.0, body_timeout: float = 60.0) -> None:
+async def main(port: int, header_timeout: float = 30.0, body_timeout: float = 60.0,
+               unix_socket: str | None = None) -> None:
+    unix = unixsocket.bind_or_exit(unix_socket, 4096) if unix_socket else None
     transport = Transport(mcp, max_sessions=1000)
     app = tornado.web.Application([
         (r"/", HomeHandler),
         (r"/api/greeting", GreetingHandler),
         *transport.routes("/mcp"),  # <- the one line that mounts MCP
     ])
-    server = app.listen(port, address="127.0.0.1",
-                        idle_connection_timeout=header_timeout,  # headers, and idle keep-alive
-                        body_timeout=body_timeout,
-                        backlog=4096)  # a burst of connections waits instead of being refused
-    if port == 0:  # an ephemeral port: report the one the kernel chose
-        port = next(iter(server._sockets.values())).getsockname()[1]
-    print(f"app: http://127.0.0.1:{port}/", flush=True)
-    print(f"MCP endpoint: http://127.0.0.1:{port}/mcp", flush=True)
+    bounds = {"idle_connection_timeout": header_timeout,  # headers, and idle keep-alive
+              "body_timeout": body_timeout}
+    if unix is not None:  # the same app on a Unix domain socket
+        server = tornado.httpserver.HTTPServer(app, **bounds)
+        server.add_socket(unix[0])
+        base = unixsocket.url(unix_socket or "", "")
+    else:
+        server = app.listen(port, address="127.0.0.1", **bounds,
+                            backlog=4096)  # a burst of connections waits, is not refused
+        if port == 0:  # an ephemeral port: report the one the kernel chose
+            port = next(iter(server._sockets.values())).getsockname()[1]
+        base = f"http://127.0.0.1:{port}"
+    print(f"app: {base}/", flush=True)
+    print(f"MCP endpoint: {base}/mcp", flush=True)
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         asyncio.get_running_loop().add_signal_handler(sig, stop.set)
     await stop.wait()
     server.stop()
     await transport.close()
+    if unix is not None:
+        unix[0].close()
+        unixsocket.remove(unix_socket or "", unix[1])
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=8888)
+    parser.add_argument("--unix-socket", default=None, metavar="PATH",
+                        help="serve on this Unix domain socket instead of the port")
     parser.add_argument("--header-timeout", type=float, default=30.0, metavar="SECONDS",
                         help="close a connection whose request headers take longer, or that "
                              "stays idle between requests longer (default: 30)")
@@ -82,4 +100,4 @@ if __name__ == "__main__":
                         help="close a connection whose request body takes longer "
                              "(default: 60)")
     args = parser.parse_args()
-    asyncio.run(main(args.port, args.header_timeout, args.body_timeout))
+    asyncio.run(main(args.port, args.header_timeout, args.body_timeout, args.unix_socket))

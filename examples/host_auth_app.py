@@ -10,7 +10,8 @@ without the cookie gets 401.  Each user has their own notes; only ``admin`` user
 call ``delete_all_notes`` (``scopes=["notes:admin"]``).
 
 Once listening it prints ``MCP endpoint: http://127.0.0.1:PORT/mcp`` (``--port 0`` binds
-an ephemeral port and that line reports it).
+an ephemeral port and that line reports it); with ``--unix-socket PATH`` it serves on that
+Unix domain socket instead and prints ``MCP endpoint: http+unix://<PATH encoded>/mcp``.
 """
 
 from __future__ import annotations
@@ -24,11 +25,13 @@ import signal
 import sys
 from pathlib import Path
 
+import tornado.httpserver
 import tornado.web
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tornado_mcp import Context, MCPHandler, Principal, Server, Transport
+from tornado_mcp.transport import unixsocket
 
 COOKIE = "user"
 SALT = b"example-salt"
@@ -136,20 +139,32 @@ def make_app(cookie_secret: str) -> tornado.web.Application:
         cookie_secret=cookie_secret, xsrf_cookies=True, login_url="/login")
 
 
-async def main(port: int) -> None:
+async def main(port: int, unix_socket: str | None = None) -> None:
+    unix = unixsocket.bind_or_exit(unix_socket) if unix_socket else None
     app = make_app(secrets.token_hex(32))
-    http = app.listen(port, address="127.0.0.1")
-    bound = next(iter(http._sockets.values())).getsockname()[1]
-    print(f"MCP endpoint: http://127.0.0.1:{bound}/mcp", flush=True)
+    if unix is not None:  # the same app on a Unix domain socket (mode 0600)
+        http = tornado.httpserver.HTTPServer(app)
+        http.add_socket(unix[0])
+        print(f"MCP endpoint: {unixsocket.url(unix_socket or '', '/mcp')}", flush=True)
+    else:
+        http = app.listen(port, address="127.0.0.1")
+        bound = next(iter(http._sockets.values())).getsockname()[1]
+        print(f"MCP endpoint: http://127.0.0.1:{bound}/mcp", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     http.stop()
+    if unix is not None:
+        unix[0].close()
+        unixsocket.remove(unix_socket or "", unix[1])
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8888)
-    asyncio.run(main(parser.parse_args().port))
+    parser.add_argument("--unix-socket", default=None, metavar="PATH",
+                        help="serve on this Unix domain socket instead of the port")
+    args = parser.parse_args()
+    asyncio.run(main(args.port, args.unix_socket))

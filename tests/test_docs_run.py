@@ -154,6 +154,17 @@ def test_the_subscriptions_program_runs(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
 
 
+def test_the_extensions_program_runs(tmp_path: Path) -> None:
+    """DPoP end to end (a proof accepted, its replay and the token as Bearer refused) and
+    an embedded endpoint on a Unix socket answering initialize."""
+    script = tmp_path / "extensions_program.py"
+    script.write_text(program(REPO_ROOT / "docs" / "extensions.md"), encoding="utf-8")
+    done = subprocess.run([sys.executable, "-c", RUNNER, str(script)], cwd=REPO_ROOT,
+                          env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+                          capture_output=True, text=True, timeout=RUN_TIMEOUT, check=False)
+    assert done.returncode == 0, done.stderr
+
+
 @pytest.fixture
 def getting_started(tmp_path: Path) -> Iterator[ServerProc]:
     proc = start(REPO_ROOT / "docs" / "getting-started.md", tmp_path)

@@ -21,11 +21,12 @@ import tornado.httpserver
 import tornado.netutil
 import tornado.web
 
+from .auth.dpop import DPoP
 from .auth.resource import OAuthResource
 from .dashboard import dashboard_routes
 from .options import OPTION_SPECS, OptionError, TransportOptions
 from .server.server import Server
-from .transport import Transport
+from .transport import Transport, unixsocket
 
 log = logging.getLogger("tornado_mcp.cli")
 
@@ -45,6 +46,9 @@ def add_option_flags(parser: argparse.ArgumentParser) -> None:
     """Add ``--host``, ``--port``, ``--path``, ``--admin-token``, and one flag per option."""
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default loopback)")
     parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--unix-socket", default=None, metavar="PATH",
+                        help="serve HTTP on this Unix domain socket (mode 0600, removed on "
+                             "shutdown) instead of TCP; --host and --port are then unused")
     parser.add_argument("--path", default="/mcp", help="where the MCP endpoint is mounted")
     parser.add_argument("--admin-token", default=None,
                         help="dashboard token (never printed; a random one is generated "
@@ -86,6 +90,9 @@ def add_option_flags(parser: argparse.ArgumentParser) -> None:
                             "required when --host is a wildcard address)")
     oauth.add_argument("--oauth-scopes", default=None, metavar="LIST",
                        help="comma-separated scopes every request needs")
+    oauth.add_argument("--oauth-dpop", choices=("off", "on", "required"), default="off",
+                       help="accept DPoP-bound tokens (RFC 9449); 'required': only those "
+                            "(default: off; a DPoP-bound token is never accepted as Bearer)")
     group = parser.add_argument_group("transport options ('none' removes a bound)")
     for spec in OPTION_SPECS:
         default = spec.default
@@ -135,13 +142,24 @@ def serve(server: Server, args: argparse.Namespace,
             print("error: --uvloop needs uvloop (pip install 'tornado-mcp[speed]')",
                   file=sys.stderr)
             raise SystemExit(2) from None
-        uvloop.run(_serve(server, options, args, extra_routes))
-    else:
-        asyncio.run(_serve(server, options, args, extra_routes))
+    unix: tuple[socket.socket, int] | None = None
+    path: str = getattr(args, "unix_socket", None) or ""
+    if path:  # bound before anything starts: a bad path serves nothing
+        unix = unixsocket.bind_or_exit(path, args.backlog)
+    try:
+        if getattr(args, "uvloop", False):
+            uvloop.run(_serve(server, options, args, extra_routes, unix))
+        else:
+            asyncio.run(_serve(server, options, args, extra_routes, unix))
+    finally:
+        if unix is not None:
+            unix[0].close()
+            unixsocket.remove(path, unix[1])
 
 
 async def _serve(server: Server, options: TransportOptions, args: argparse.Namespace,
-                 extra_routes: Callable[[Transport], list[Any]] | None) -> None:
+                 extra_routes: Callable[[Transport], list[Any]] | None,
+                 unix: tuple[socket.socket, int] | None = None) -> None:
     task_store = None
     event_store = None
     if args.redis_url:  # tasks too are kept where every process sees them
@@ -151,10 +169,16 @@ async def _serve(server: Server, options: TransportOptions, args: argparse.Names
         event_store = RedisEventStore(args.redis_url)  # resumable streams' events
     # Bound first: the OAuth audience defaults to the endpoint's URL on the bound address
     # (configuration, never a request's Host header), and port 0 is known only now.
-    sockets = tornado.netutil.bind_sockets(args.port, address=args.host, backlog=args.backlog)
-    port = sockets[0].getsockname()[1]
+    sockets: list[socket.socket] = []
+    bound_url: str | None = None  # on a Unix socket: none a token could name
+    port = 0
+    if unix is None:
+        sockets = tornado.netutil.bind_sockets(args.port, address=args.host,
+                                               backlog=args.backlog)
+        port = sockets[0].getsockname()[1]
+        bound_url = f"http://{_display(args.host)}:{port}{args.path}"
     try:
-        oauth = oauth_from_args(args, f"http://{_display(args.host)}:{port}{args.path}")
+        oauth = oauth_from_args(args, bound_url)
     except SystemExit:
         for sock in sockets:
             sock.close()
@@ -172,22 +196,27 @@ async def _serve(server: Server, options: TransportOptions, args: argparse.Names
             routes.extend(admin_routes)
             # A generated token is printed (nobody else knows it); a given one never is.
             shown = "the --admin-token given" if args.admin_token else token
-            admin_line = (f"dashboard: http://{_display(args.host)}:{{port}}/admin/"
-                          f"  (token: {shown})")
+            admin_line = f"dashboard: {{base}}/admin/  (token: {shown})"
     app = tornado.web.Application(routes)
     xheaders = bool(getattr(args, "xheaders", False))  # a trusted proxy's X-Forwarded-*
     http = tornado.httpserver.HTTPServer(app, xheaders=xheaders, **http_server_bounds(args))
-    http.add_sockets(sockets)
-    cluster = None
-    if args.redis_url:
-        from .cluster import Cluster
+    advertise: str | None = None
+    if unix is not None:  # the same app, on the Unix socket only
+        http.add_socket(unix[0])
+        base = unixsocket.url(args.unix_socket, "")
+    else:
+        http.add_sockets(sockets)
+        base = f"http://{_display(args.host)}:{port}"
         host = socket.getfqdn() if args.host in ("", "0.0.0.0", "::") else _display(args.host)
-        cluster = Cluster(transport, args.redis_url,
-                          advertise_url=f"http://{host}:{port}{args.path}")
+        advertise = f"http://{host}:{port}{args.path}"
+    cluster = None
+    if args.redis_url:  # a process on a Unix socket is no forwarding target (no URL)
+        from .cluster import Cluster
+        cluster = Cluster(transport, args.redis_url, advertise_url=advertise)
         await cluster.start()
-    print(f"MCP endpoint: http://{_display(args.host)}:{port}{args.path}", flush=True)
+    print(f"MCP endpoint: {base}{args.path}", flush=True)
     if admin_line:
-        print(admin_line.format(port=port), flush=True)
+        print(admin_line.format(base=base), flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -205,14 +234,18 @@ def _display(host: str) -> str:
     return "127.0.0.1" if host in ("", "0.0.0.0") else (f"[{host}]" if ":" in host else host)
 
 
-def oauth_from_args(args: argparse.Namespace, bound_url: str) -> OAuthResource | None:
+def oauth_from_args(args: argparse.Namespace, bound_url: str | None) -> OAuthResource | None:
     """The JWT resource server ``--oauth-issuer`` and friends describe, if any; its
     audience is ``--oauth-audience``, else ``bound_url`` (the endpoint on the bound
-    address), which a wildcard ``--host`` cannot give."""
+    address), which a wildcard ``--host`` or a Unix socket (``None``) cannot give."""
     issuer = getattr(args, "oauth_issuer", None)
     if not issuer:
         return None
     audience = args.oauth_audience
+    if not audience and bound_url is None:
+        print("error: --oauth-issuer with --unix-socket needs --oauth-audience "
+              "(the endpoint's public URL, which tokens must name)", file=sys.stderr)
+        raise SystemExit(2)
     if not audience and args.host in _WILDCARDS:
         shown = args.host or "''"
         print(f"error: --oauth-issuer with --host {shown} needs --oauth-audience "
@@ -226,8 +259,10 @@ def oauth_from_args(args: argparse.Namespace, bound_url: str) -> OAuthResource |
         raise SystemExit(2) from None
     jwks = args.oauth_jwks_url or issuer.rstrip("/") + "/.well-known/jwks.json"
     scopes = [s for s in (args.oauth_scopes or "").split(",") if s.strip()]
+    dpop_mode = getattr(args, "oauth_dpop", "off")
+    dpop = DPoP(required=dpop_mode == "required") if dpop_mode != "off" else None
     return OAuthResource.jwt(issuer, jwks, audience or bound_url,
-                             required_scopes=[s.strip() for s in scopes])
+                             required_scopes=[s.strip() for s in scopes], dpop=dpop)
 
 
 _WILDCARDS = frozenset({"", "0.0.0.0", "::", "[::]"})

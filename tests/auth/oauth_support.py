@@ -1,10 +1,11 @@
 """What the OAuth tests share: our example server as an OAuth resource next to a real
-authorization server (:mod:`authz_server`), and the official SDK client's OAuth provider
-wired to approve at once."""
+authorization server (:mod:`authz_server`), the official SDK client's OAuth provider
+wired to approve at once, and a DPoP key holder signing proofs with joserfc."""
 
 from __future__ import annotations
 
 import contextlib
+import secrets
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -14,7 +15,8 @@ from urllib.parse import parse_qs, urlsplit
 import httpx2
 import jwt
 from authz_server import AuthorizationServer, authorization_server
-from joserfc.jwk import RSAKey
+from joserfc import jwt as jose_jwt
+from joserfc.jwk import ECKey, OKPKey, RSAKey
 from mcp.client.auth import OAuthClientProvider
 from mcp.shared.auth import (
     AuthorizationCodeResult,
@@ -25,7 +27,8 @@ from mcp.shared.auth import (
 from mcp_http import Running, example_server, loopback_sockets, running
 
 from tornado_mcp import Context, Server
-from tornado_mcp.auth import OAuthResource
+from tornado_mcp.auth import DPoP, OAuthResource
+from tornado_mcp.auth.dpop import token_hash
 
 TOOLS = "mcp:tools"
 ADMIN = "mcp:admin"
@@ -59,15 +62,18 @@ class OAuthSetup:
 
 
 @contextlib.asynccontextmanager
-async def oauth_setup(required: tuple[str, ...] = (TOOLS,), **options: Any
+async def oauth_setup(required: tuple[str, ...] = (TOOLS,), *, dpop: DPoP | None = None,
+                      resource: str | None = None, **options: Any
                       ) -> AsyncIterator[OAuthSetup]:
     """A real authorization server, and our server trusting it for JWTs meant for our URL
-    (configured from the address it is bound to, as a deployment configures its own)."""
+    (configured from the address it is bound to, as a deployment configures its own, or
+    ``resource``), accepting DPoP-bound tokens when ``dpop`` is given."""
     async with authorization_server() as authz:
         sockets = loopback_sockets()
         url = f"http://127.0.0.1:{sockets[0].getsockname()[1]}/mcp"
-        oauth = OAuthResource.jwt(authz.issuer, authz.issuer + "/jwks", audience=url,
-                                  scopes_supported=[TOOLS, ADMIN], required_scopes=required)
+        oauth = OAuthResource.jwt(authz.issuer, authz.issuer + "/jwks",
+                                  audience=resource or url, scopes_supported=[TOOLS, ADMIN],
+                                  required_scopes=required, dpop=dpop)
         async with running(protected_server(), oauth=oauth, sockets=sockets,
                            **options) as srv:
             yield OAuthSetup(authz, srv)
@@ -139,3 +145,32 @@ def mint(authz: AuthorizationServer, audience: str, *, key: RSAKey | None = None
     signer = key or authz.signing_key
     return jwt.encode(body, signer.as_pem(private=True), algorithm="RS256",
                       headers={"kid": signer.kid, "typ": "at+jwt", **(headers or {})})
+
+
+class Holder:
+    """A client's key pair and the proofs it signs (with joserfc)."""
+
+    def __init__(self, alg: str = "ES256") -> None:
+        self.alg = alg
+        self.key: ECKey | RSAKey | OKPKey
+        if alg.startswith("ES"):
+            self.key = ECKey.generate_key({"ES256": "P-256", "ES384": "P-384"}[alg])
+        elif alg == "EdDSA":
+            self.key = OKPKey.generate_key("Ed25519")
+        else:
+            self.key = RSAKey.generate_key(2048)
+        self.jkt = self.key.thumbprint()
+
+    def proof(self, htu: str, token: str, htm: str = "POST", *, iat: float | str | None = None,
+              header: dict[str, Any] | None = None, **claims: Any) -> str:
+        """A proof for ``htm htu`` presenting ``token``; ``claims`` and ``header`` override
+        the usual ones (``None`` leaves one out)."""
+        body: dict[str, Any] = {"jti": secrets.token_urlsafe(12), "htm": htm, "htu": htu,
+                                "iat": int(time.time()) if iat is None else iat,
+                                "ath": token_hash(token)}
+        body.update(claims)
+        body = {k: v for k, v in body.items() if v is not None}
+        head = {"alg": self.alg, "typ": "dpop+jwt", "jwk": self.key.as_dict(private=False),
+                **(header or {})}
+        head = {k: v for k, v in head.items() if v is not None}
+        return jose_jwt.encode(head, body, self.key, algorithms=[self.alg])

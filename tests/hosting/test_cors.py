@@ -33,7 +33,7 @@ async def test_preflight_from_an_allowed_origin_is_answered() -> None:
         assert r.headers["Access-Control-Allow-Methods"] == "GET, POST, DELETE"
         assert r.headers["Access-Control-Allow-Headers"] == (
             "Content-Type, Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, "
-            "Mcp-Method, Mcp-Name, Last-Event-ID, mcp-param-region")
+            "Mcp-Method, Mcp-Name, Last-Event-ID, DPoP, mcp-param-region")
         assert r.headers["Access-Control-Max-Age"] == "600"
         assert r.headers["Vary"] == "Origin"
         assert "Content-Type" not in r.headers
@@ -45,7 +45,7 @@ async def test_actual_responses_expose_the_mcp_headers_to_the_page() -> None:
         assert r.status == 200
         assert r.headers["Access-Control-Allow-Origin"] == PAGE
         assert r.headers["Access-Control-Expose-Headers"] == (
-            "Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate")
+            "Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate, DPoP-Nonce")
         assert r.headers["Vary"] == "Origin"
         # An error answer (here 406) carries them too, so the page can read the error.
         bad = await srv.post(init_msg(), headers={"Origin": PAGE, "Accept": "text/html"})

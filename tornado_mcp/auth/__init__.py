@@ -9,7 +9,8 @@ Two ways in, both feeding :attr:`Context.principal <tornado_mcp.Context.principa
 * an OAuth 2.1 resource server per the MCP Authorization spec:
   ``Transport(server, oauth=OAuthResource(verifier, authorization_servers=[...]))`` with a
   :class:`TokenVerifier`: :class:`~.jwt_verifier.JWTVerifier` (the ``oauth`` extra) or
-  :class:`IntrospectionVerifier`.
+  :class:`IntrospectionVerifier`; with ``dpop=DPoP()`` it also takes DPoP-bound tokens
+  (RFC 9449, :mod:`.dpop`).
 
 Scopes per tool, prompt and resource: see :mod:`.scopes`.  The walk-through is
 ``docs/auth.md``.
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..protocol.auth_errors import AuthError, InvalidToken, VerifierBusy
 from ..server.scopes import ScopeRules
+from .dpop import DPoP
 from .resource import OAuthResource
 from .token_introspection import IntrospectionVerifier
 from .verifier import TokenVerifier
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AuthError",
+    "DPoP",
     "IntrospectionVerifier",
     "InvalidToken",
     "JWTVerifier",

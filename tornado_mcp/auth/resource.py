@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 from ..protocol import WELL_KNOWN_PROTECTED_RESOURCE
 from ..protocol.auth_errors import AuthError
+from .dpop import DPoP
 from .quietlog import Throttled
 from .verifier import TokenVerifier
 
@@ -37,6 +38,7 @@ class OAuthResource:
     the client's to choose), so a resource without it raises :class:`ValueError`.
     ``required_scopes``: what every request needs; per-tool scopes come on top
     (``@server.tool(scopes=[...])``).
+    ``dpop``: also accept DPoP-bound tokens (RFC 9449; see :class:`~tornado_mcp.auth.DPoP`).
     """
 
     verifier: TokenVerifier
@@ -47,6 +49,7 @@ class OAuthResource:
     resource_name: str | None = None
     resource_documentation: str | None = None
     extra_metadata: dict[str, Any] = field(default_factory=dict)
+    dpop: DPoP | None = None
     #: Where a verifier that raises (a bug, never a bad token) is logged, throttled.
     verifier_errors: Throttled = field(init=False, repr=False, compare=False)
 
@@ -104,6 +107,8 @@ class OAuthResource:
             doc["resource_name"] = self.resource_name
         if self.resource_documentation:
             doc["resource_documentation"] = self.resource_documentation
+        if self.dpop is not None:
+            doc.update(self.dpop.metadata())
         doc.update(self.extra_metadata)
         return doc
 
@@ -113,6 +118,9 @@ class OAuthResource:
         scopes = error.scopes or tuple(self.required_scopes)
         if scopes:
             parts.append(f'scope="{" ".join(scopes)}"')
+        if self.dpop is not None:
+            from .dpop_gate import challenge
+            return challenge(self.dpop, request, parts, error)
         if error.error is not None:
             parts.append(f'error="{error.error}"')
             parts.append(f'error_description="{_quoted(error.description)}"')

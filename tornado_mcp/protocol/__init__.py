@@ -183,6 +183,13 @@ class Refusal(enum.StrEnum):
     AUTH_INSUFFICIENT_SCOPE = "auth_insufficient_scope"
     #: a legacy session used by a caller other than the one that opened it (answered 404),
     AUTH_SESSION_MISMATCH = "auth_session_mismatch"
-    #: a token the verifier could not judge in time (its outbound bound full; 503).
+    #: a token the verifier could not judge in time (its outbound bound full; 503),
     AUTH_UNAVAILABLE = "auth_unavailable"
+    #: a DPoP proof that did not check out (malformed, wrong key, method, URL, time or
+    #: token hash, replayed, or without the server's nonce; see :mod:`tornado_mcp.auth.dpop`),
+    AUTH_DPOP = "auth_dpop"
+    #: a DPoP proof longer than ``DPoP(max_proof_bytes=...)``,
+    DPOP_MAX_PROOF_BYTES = "dpop_max_proof_bytes"
+    #: a DPoP proof arriving while ``DPoP(replay_cache_size=...)`` recent ones are remembered.
+    DPOP_REPLAY_CACHE_SIZE = "dpop_replay_cache_size"
     FORWARD_IDLE_TIMEOUT = "forward_idle_timeout"

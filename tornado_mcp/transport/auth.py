@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import tornado.web
 
+from ..auth.dpop import HEADER_DPOP_NONCE
 from ..auth.resource import OAuthResource
 from ..protocol import HEADER_RETRY_AFTER, HEADER_WWW_AUTHENTICATE, INVALID_REQUEST, jsonio
 from ..protocol.auth_errors import RETRY_AFTER_BUSY, AuthError
@@ -33,6 +34,8 @@ def refuse(h: MCPHandler, exc: AuthError) -> None:
         h.set_header(HEADER_RETRY_AFTER, str(RETRY_AFTER_BUSY))
     elif oauth is not None:
         h.set_header(HEADER_WWW_AUTHENTICATE, oauth.challenge(h.request, h.request.path, exc))
+        if oauth.dpop is not None and oauth.dpop.nonces:  # the nonce a retry needs
+            h.set_header(HEADER_DPOP_NONCE, oauth.dpop.nonce())
     log.info("%d %s %s (%s): %s", exc.status, h.request.method, h.request.path,
              h.request.remote_ip, exc.description)
     h.finish()

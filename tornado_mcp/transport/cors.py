@@ -37,9 +37,11 @@ if TYPE_CHECKING:
 ALLOWED_METHODS = "GET, POST, DELETE"
 #: Request headers a cross-origin page may send (plus any ``Mcp-Param-*`` it asks for).
 ALLOWED_HEADERS = ("Content-Type", "Accept", "Authorization", HEADER_SESSION_ID,
-                   HEADER_PROTOCOL_VERSION, HEADER_METHOD, HEADER_NAME, HEADER_LAST_EVENT_ID)
+                   HEADER_PROTOCOL_VERSION, HEADER_METHOD, HEADER_NAME, HEADER_LAST_EVENT_ID,
+                   "DPoP")
 #: Response headers a cross-origin page may read.
-EXPOSED_HEADERS = ", ".join((HEADER_SESSION_ID, HEADER_PROTOCOL_VERSION, "WWW-Authenticate"))
+EXPOSED_HEADERS = ", ".join((HEADER_SESSION_ID, HEADER_PROTOCOL_VERSION, "WWW-Authenticate",
+                             "DPoP-Nonce"))
 #: Seconds a browser may cache a preflight answer.
 MAX_AGE = "600"
 #: At most this many ``Mcp-Param-*`` names are echoed from one preflight.

@@ -8,7 +8,9 @@
 The order: a ``Bearer`` token, when the endpoint is an OAuth resource and the request has
 one, is verified and decides alone (a bad token is refused even if a cookie would pass).
 Otherwise the handler's ``get_principal()`` (by default the ``authenticate=`` hook) is
-asked; ``None`` from it is a 401.
+asked; ``None`` from it is a 401.  A resource accepting DPoP (``OAuthResource(dpop=...)``)
+also takes ``Authorization: DPoP <token>`` with a proof (:mod:`.dpop_gate`); a DPoP-bound
+token is never accepted as ``Bearer``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import logging
 import re
 from typing import TYPE_CHECKING
 
+from ..auth.dpop import HEADER_DPOP_NONCE
+from ..auth.dpop_gate import authenticate_dpop, check_bearer
 from ..protocol import HEADER_AUTHORIZATION, Refusal
 from ..protocol.auth_errors import (
     AuthError,
@@ -44,11 +48,9 @@ async def authenticate(h: MCPHandler) -> Principal:
     t = h.transport
     oauth = t.oauth
     if oauth is not None:
-        token = bearer_token(h, t.options.max_bearer_token_bytes)
-        if token is not None:
+        async def verify(token: str) -> Principal:
             try:
-                principal = await oauth.verifier.verify(
-                    token, oauth.resource_url())
+                return await oauth.verifier.verify(token, oauth.resource_url())
             except InvalidToken as exc:
                 raise invalid(str(exc)) from None
             except VerifierBusy as exc:
@@ -59,6 +61,19 @@ async def authenticate(h: MCPHandler) -> Principal:
                 oauth.verifier_errors.log(logging.ERROR, "token verifier %s raised %s",
                                           type(oauth.verifier).__name__, type(exc).__name__)
                 raise invalid("token could not be verified") from None
+
+        max_bytes = t.options.max_bearer_token_bytes
+        dpop_token = bearer_token(h, max_bytes, "dpop") if oauth.dpop is not None else None
+        token = dpop_token or bearer_token(h, max_bytes)
+        if token is not None:
+            if oauth.dpop is not None and dpop_token is not None:
+                principal = await authenticate_dpop(h.request, oauth.resource, oauth.dpop,
+                                                    token, verify)
+                if oauth.dpop.nonces:  # the nonce the next proof should carry
+                    h.set_header(HEADER_DPOP_NONCE, oauth.dpop.nonce())
+            else:
+                principal = await verify(token)
+                check_bearer(oauth.dpop, principal)
             if not principal.has_scopes(*oauth.required_scopes):
                 raise insufficient(oauth.required_scopes)
             return principal
@@ -80,15 +95,16 @@ def default_principal(h: MCPHandler) -> object:
     return None if h.transport.oauth is not None else ANONYMOUS
 
 
-def bearer_token(h: MCPHandler, max_bytes: int) -> str | None:
-    """The request's bearer token; ``None`` when it offers none."""
+def bearer_token(h: MCPHandler, max_bytes: int, scheme: str = "bearer") -> str | None:
+    """The request's bearer token (or the token of another ``scheme``, such as ``dpop``);
+    ``None`` when it offers none."""
     values = h.request.headers.get_list(HEADER_AUTHORIZATION)
     if not values:
         return None
     if len(values) > 1:
         raise invalid("more than one Authorization header")
-    scheme, _, token = values[0].strip().partition(" ")
-    if scheme.lower() != "bearer":
+    offered, _, token = values[0].strip().partition(" ")
+    if offered.lower() != scheme:
         return None
     token = token.strip()
     if len(token) > max_bytes:
