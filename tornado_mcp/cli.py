@@ -134,11 +134,14 @@ async def _serve(server: Server, options: TransportOptions, args: argparse.Names
                  extra_routes: Callable[[Transport], list[Any]] | None) -> None:
     task_store = None
     event_store = None
+    link = None
     if args.redis_url:  # tasks too are kept where every process sees them
         from .cluster.event_store import RedisEventStore
+        from .cluster.link import Link
         from .cluster.task_store import RedisTaskStore
-        task_store = RedisTaskStore(args.redis_url)
-        event_store = RedisEventStore(args.redis_url)  # resumable streams' events
+        link = Link(args.redis_url)  # one connection: the cluster's, shared by both stores
+        task_store = RedisTaskStore(link=link)
+        event_store = RedisEventStore(link=link)  # resumable streams' events
     transport = Transport(server, options=options, task_store=task_store,
                           event_store=event_store, oauth=oauth_from_args(args))
     routes: list[Any] = [*transport.routes(args.path)]
@@ -164,7 +167,7 @@ async def _serve(server: Server, options: TransportOptions, args: argparse.Names
     if args.redis_url:
         from .cluster import Cluster
         host = socket.getfqdn() if args.host in ("", "0.0.0.0", "::") else _display(args.host)
-        cluster = Cluster(transport, args.redis_url,
+        cluster = Cluster(transport, link=link,
                           advertise_url=f"http://{host}:{port}{args.path}")
         await cluster.start()
     print(f"MCP endpoint: http://{_display(args.host)}:{port}{args.path}", flush=True)

@@ -21,5 +21,6 @@ from __future__ import annotations
 
 from ..introspection import ClusterSnapshot, ProcessInfo
 from .core import Cluster
+from .link import Link
 
-__all__ = ["Cluster", "ClusterSnapshot", "ProcessInfo"]
+__all__ = ["Cluster", "ClusterSnapshot", "Link", "ProcessInfo"]
