@@ -78,10 +78,15 @@ class Cluster:
         self.feed.on_counts = self.members.announced
         self.feed.on_left = self.members.left
         self.feed.on_write = self._write_extra
+        self.members.on_replaced = self._replaced
         self._tasks: list[asyncio.Task[None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self._counts_due = False
+
+    def _replaced(self, gone: str) -> None:
+        """A dead process had this one's URL: the others forget it at once."""
+        self.feed.push({"k": "g", "g": gone})
 
     def _push(self, fields: dict[str, Any]) -> None:
         self.on_loop(lambda: self.feed.push(fields))

@@ -191,6 +191,8 @@ class Feed:
                 self.on_counts(origin, float(raw[b"t"]), int(raw[b"ss"]), int(raw[b"ls"]))
             elif kind == b"x" and self.on_left is not None:  # the publisher left
                 self.on_left(origin)
+            elif kind == b"g" and self.on_left is not None:  # a process replaced at its URL
+                self.on_left(raw[b"g"].decode())
             elif kind == b"l" and self.on_limits is not None:
                 fields = {k.decode(): v.decode() for k, v in raw.items()}
                 self.on_limits(jsonio.loads(raw[b"c"]), fields)

@@ -58,8 +58,9 @@ class Link:
                                             client_name=f"{namespace}:{self.process_id}")
         self.connected = False
         self.reconnects = 0
-        #: When the link last came up (``time.monotonic()``), 0.0 before.
-        self.up_since = 0.0
+        #: When Redis last answered again after an outage (``time.monotonic()``), 0.0
+        #: before the first outage.
+        self.reconnected_at = 0.0
         self._hooks: list[Hook] = []
         self._up = asyncio.Event()
         self._down = asyncio.Event()
@@ -94,7 +95,6 @@ class Link:
 
     def _mark_up(self) -> None:
         self.connected = True
-        self.up_since = time.monotonic()
         self._down.clear()
         self._up.set()
 
@@ -116,6 +116,7 @@ class Link:
                 except DOWN:
                     delay = min(delay * 2, BACKOFF_MAX)
             self.reconnects += 1
+            self.reconnected_at = time.monotonic()
             log.warning("reconnected to Redis at %s", self.url)
             self._mark_up()
 

@@ -61,6 +61,8 @@ class Members:
         self.vanished: dict[str, float] = {}
         #: Processes known to be gone for good (left, or replaced at their URL).
         self.gone: set[str] = set()
+        #: Called with the id of a dead process this one replaced at its URL.
+        self.on_replaced: Callable[[str], None] | None = None
         #: Process ids Redis did not know, until when (asked again after a heartbeat round).
         self._unknown: dict[str, float] = {}
 
@@ -92,6 +94,8 @@ class Members:
                 # Only one process listens at a URL: one that had ours before is dead.
                 self.gone.add(process_id)
                 missing.append(process_id)
+                if self.on_replaced is not None:
+                    self.on_replaced(process_id)
             else:
                 others[process_id] = info
                 self.seen_at[process_id] = now
@@ -149,7 +153,9 @@ class Members:
         vanished without leaving less than two TTLs ago (partitioned, or frozen)."""
         if process_id in self.gone:
             return False
-        if not self.link.connected or time.monotonic() - self.link.up_since < self.ttl:
+        link = self.link
+        if not link.connected or (link.reconnects
+                                  and time.monotonic() - link.reconnected_at < self.ttl):
             return True
         return process_id in self.vanished
 
