@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..introspection import ClusterSnapshot, ProcessInfo
 from ..protocol import jsonio
+from .caps import Caps
 from .feed import Feed, notification_fields
 from .link import DOWN, Link, log
 from .members import Members
@@ -79,6 +80,9 @@ class Cluster:
         self.feed.on_left = self.members.left
         self.feed.on_write = self._write_extra
         self.members.on_replaced = self._replaced
+        self.caps = Caps(link, self.id, ns, self._held, self._cap)
+        self.members.on_beat = self.caps.write_counts
+        self.members.on_leave = self.caps.forget
         self._tasks: list[asyncio.Task[None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
@@ -182,6 +186,23 @@ class Cluster:
         if not dot or owner == self.id or not _looks_like_process_id(owner):
             return None
         return RETRY_AFTER_S if self.members.uncertain(owner) else None
+
+    async def reserve(self, kind: str) -> bool:
+        """With ``cluster_wide_limits``: reserve, atomically across the cluster, a place
+        for one more ``"sessions"`` or ``"listen_streams"`` (:mod:`~tornado_mcp.cluster.caps`);
+        False when the cluster holds its cap.  Admit right after a True (in the same IOLoop
+        iteration); the place is this process's until what it holds drops again.  Always
+        True without cluster-wide limits, or while Redis is down."""
+        return await self.caps.reserve(kind)
+
+    def _held(self, kind: str) -> int:
+        return len(self.transport.sessions) if kind == "sessions" else len(self.transport.hub)
+
+    def _cap(self, kind: str) -> int | None:
+        opts = self.transport.options
+        if not opts.cluster_wide_limits:
+            return None
+        return opts.max_sessions if kind == "sessions" else opts.max_listen_subscriptions
 
     def remote_count(self, kind: str) -> int:
         """Sessions or listen streams the other live processes hold (the newest of their

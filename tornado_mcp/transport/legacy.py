@@ -218,7 +218,8 @@ async def _initialize(h: MCPHandler, message: dict[str, Any], body: bytes) -> No
         h.send_json(200, result)
         return
     assert isinstance(params, dict)  # the schema above guarantees it
-    session = t.open_session(version, params, h.principal)
+    reserved = await t.reserve("sessions")  # cluster-wide limits: a place in Redis
+    session = t.open_session(version, params, h.principal) if reserved else None
     if session is None:
         raise Reply(503, INTERNAL_ERROR, "Service unavailable: maximum concurrent sessions "
                                          f"({opts.max_sessions}) reached",

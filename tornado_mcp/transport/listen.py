@@ -78,7 +78,8 @@ async def listen(h: MCPHandler, message: dict[str, Any], params: dict[str, Any])
         raise Reply(400, INVALID_PARAMS, f"Invalid params: {URIS_FIELD} exceeds {bound} bytes",
                     listen_id, refusal=Refusal.MAX_RESOURCE_SUBSCRIPTION_BYTES)
     cap = opts.max_listen_subscriptions
-    if cap is not None and len(t.hub) + t.remote_count("listen_streams") >= cap:
+    if cap is not None and (len(t.hub) + t.remote_count("listen_streams") >= cap
+                            or not await t.reserve("listen_streams")):
         raise Reply(503, INTERNAL_ERROR,
                     "Service unavailable: maximum concurrent subscriptions/listen streams "
                     f"({cap}) reached", listen_id, refusal=Refusal.MAX_LISTEN_SUBSCRIPTIONS)
