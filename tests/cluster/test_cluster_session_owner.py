@@ -128,3 +128,42 @@ async def test_a_process_that_took_a_dead_one_s_url_answers_its_sessions_404(
             await third.close()
             await successor.close()
             await dead.link.aclose()
+
+
+async def test_a_vanished_owner_is_uncertain_for_two_ttls_then_gone(
+        redis: RedisProc) -> None:
+    """Exactly the bound: from the moment the reader drops the frozen owner (its record
+    expired) its sessions are 503 for two heartbeat TTLs, then 404."""
+    ttl = 1.0
+    reader = Cluster(Transport(example_server(), cluster_heartbeat_ttl=ttl), redis.url)
+    frozen = Cluster(Transport(example_server(), cluster_heartbeat_ttl=ttl), redis.url,
+                     advertise_url="http://127.0.0.1:9/mcp")
+    await reader.start()
+    await frozen.start()
+    sid = frozen.session_prefix + "y" * 20
+    try:
+        for _ in range(100):
+            if frozen.id in reader.members.others:
+                break
+            await asyncio.sleep(0.02)
+        assert frozen.id in reader.members.others
+        for task in frozen._tasks:  # frozen: it beats no more, and never leaves
+            task.cancel()
+        assert reader.owner_uncertain(sid) is None  # still listed: forwarded, not refused
+        dropped = gone = 0.0
+        deadline = time.monotonic() + 8 * ttl
+        while time.monotonic() < deadline:
+            listed = frozen.id in reader.members.others
+            uncertain = reader.owner_uncertain(sid)
+            if not listed and uncertain is not None and not dropped:
+                dropped = time.monotonic()
+            if dropped and uncertain is None:
+                gone = time.monotonic()
+                break
+            await asyncio.sleep(0.02)
+        assert dropped and gone, (dropped, gone)
+        span = gone - dropped
+        assert 2 * ttl - 0.05 <= span <= 2 * ttl + reader.members.interval + 0.3, span
+    finally:
+        await reader.close()
+        await frozen.link.aclose()
