@@ -101,7 +101,10 @@ class RedisEventStore(LedgerStore):
             return []
         found: asyncio.Future[list[bytes | None]] = asyncio.get_running_loop().create_future()
         self._queue(("read", self.key(session_id, stream), seqs, found))
-        frames = await found  # after every write queued before it
+        try:
+            frames = await found  # after every write queued before it
+        except DOWN:
+            return None  # Redis cannot be reached: refused, as a gap would be
         if any(f is None for f in frames):
             return None  # Redis lost some of them: a replay would have a gap
         return [(s, f) for s, f in zip(seqs, frames, strict=True) if f is not None]
