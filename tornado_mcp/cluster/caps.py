@@ -9,13 +9,13 @@ expired: a dead process's share is freed within its ``cluster_heartbeat_ttl``), 
 if the sum plus one stays within the cap, raises its own count: Redis runs scripts one
 at a time, so simultaneous admissions on several processes never exceed the cap.
 
-A process writes its own count as it is each time it reserves and at every heartbeat, so
-a release (a session ended, a stream closed) reaches the others with its next heartbeat
-(at most a second): until then they refuse a little early, never late.  A reservation is
-held until the end of the IOLoop iteration it was granted in: the transport admits right
-after it.  While Redis is down no reservation can be made: each process admits against
-what it last heard of the others (the cluster may overshoot by what is admitted during
-the outage).
+A process writes its own count as it is each time it reserves and every heartbeat
+interval, so a release (a session ended, a stream closed) reaches Redis within a second:
+until then the others refuse a little early, never late.  A process runs one reservation
+script per kind at a time, and the transport admits right after a grant (in the same
+IOLoop iteration), so the count it writes is always exact.  While Redis is down no
+reservation can be made: each process admits against what it last heard of the others
+(the cluster may overshoot by what is admitted during the outage).
 """
 
 from __future__ import annotations
@@ -68,12 +68,19 @@ class Caps:
         self.pending: Counter[str] = Counter()
         #: Reservations granted without Redis (it was down), by kind.
         self.unchecked: Counter[str] = Counter()
+        self._locks: dict[str, asyncio.Lock] = {}
 
     def key(self, kind: str) -> str:
         return f"{self.namespace}:held:{kind}"
 
     def count(self, kind: str) -> int:
         return self.held(kind) + self.pending[kind]
+
+    def _lock(self, kind: str) -> asyncio.Lock:
+        lock = self._locks.get(kind)
+        if lock is None:
+            lock = self._locks[kind] = asyncio.Lock()
+        return lock
 
     async def reserve(self, kind: str) -> bool:
         cap = self.cap(kind)
@@ -82,32 +89,47 @@ class Caps:
         if not self.link.connected:
             self.unchecked[kind] += 1
             return True
-        mine = self.count(kind)
-        self.pending[kind] += 1
-        granted = False
-        try:
-            granted = bool(await self.link.redis.eval(
-                RESERVE, 1, self.key(kind), self.process_id, mine, cap,
-                self.link.proc_key("")))
-        except DOWN as exc:
-            self.link.lost(exc)
-            self.unchecked[kind] += 1
-            granted = True  # Redis went away: admit against what is known locally
-        finally:
-            if granted:
-                asyncio.get_running_loop().call_soon(self._done, kind)
-            else:
-                self._done(kind)
+        # One script of this process at a time per kind: its own count is then exact
+        # (the previous grant was admitted before the next one counts).
+        async with self._lock(kind):
+            mine = self.count(kind)
+            self.pending[kind] += 1
+            granted = False
+            try:
+                granted = bool(await self.link.redis.eval(
+                    RESERVE, 1, self.key(kind), self.process_id, mine, cap,
+                    self.link.proc_key("")))
+            except DOWN as exc:
+                self.link.lost(exc)
+                self.unchecked[kind] += 1
+                granted = True  # Redis went away: admit against what is known locally
+            finally:
+                if granted:
+                    asyncio.get_running_loop().call_soon(self._done, kind)
+                else:
+                    self._done(kind)
         return granted
 
     def _done(self, kind: str) -> None:
         self.pending[kind] -= 1
 
-    def write_counts(self, pipe: Any) -> None:
-        """Add this process's counts to a heartbeat pipeline."""
+    async def refresh(self) -> None:
+        """Write this process's counts as they are now (releases reach Redis so)."""
         for kind in KINDS:
             if self.cap(kind) is not None:
-                pipe.hset(self.key(kind), self.process_id, self.count(kind))
+                async with self._lock(kind):
+                    await self.link.redis.hset(self.key(kind), self.process_id,
+                                               self.count(kind))
+
+    async def loop(self, interval: float) -> None:
+        """:meth:`refresh` every ``interval`` seconds while Redis answers."""
+        while True:
+            await asyncio.sleep(interval)
+            await self.link.wait_up()
+            try:
+                await self.refresh()
+            except DOWN as exc:
+                self.link.lost(exc)
 
     def forget(self, pipe: Any) -> None:
         """Add the removal of this process's counts to a leaving pipeline."""

@@ -81,7 +81,6 @@ class Cluster:
         self.feed.on_write = self._write_extra
         self.members.on_replaced = self._replaced
         self.caps = Caps(link, self.id, ns, self._held, self._cap)
-        self.members.on_beat = self.caps.write_counts
         self.members.on_leave = self.caps.forget
         self._tasks: list[asyncio.Task[None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -123,7 +122,8 @@ class Cluster:
         self.server.add_relay(self)
         self.transport.cluster = self
         self._tasks = [asyncio.create_task(t()) for t in (
-            self.link.supervise, self.feed.write_loop, self.feed.read_loop, self.members.loop)]
+            self.link.supervise, self.feed.write_loop, self.feed.read_loop, self.members.loop,
+            self._caps_loop)]
         log.info("process %s joined the cluster at %s", self.id, self.url)
 
     async def _resync(self) -> None:
@@ -194,6 +194,9 @@ class Cluster:
         iteration); the place is this process's until what it holds drops again.  Always
         True without cluster-wide limits, or while Redis is down."""
         return await self.caps.reserve(kind)
+
+    async def _caps_loop(self) -> None:
+        await self.caps.loop(self.members.interval)
 
     def _held(self, kind: str) -> int:
         return len(self.transport.sessions) if kind == "sessions" else len(self.transport.hub)

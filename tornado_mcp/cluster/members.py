@@ -61,8 +61,7 @@ class Members:
         self.vanished: dict[str, float] = {}
         #: Processes known to be gone for good (left, or replaced at their URL).
         self.gone: set[str] = set()
-        #: Add to the heartbeat's (and the leaving) pipeline what else this process keeps.
-        self.on_beat: Callable[[Any], None] | None = None
+        #: Add to the leaving pipeline what else this process keeps in Redis.
         self.on_leave: Callable[[Any], None] | None = None
         #: Called with the id of a dead process this one replaced at its URL.
         self.on_replaced: Callable[[str], None] | None = None
@@ -82,8 +81,6 @@ class Members:
         pipe = redis.pipeline(transaction=False)
         pipe.set(self.key(self.process_id), record, px=self.ttl_ms)
         pipe.sadd(self.set_key, self.process_id)
-        if self.on_beat is not None:
-            self.on_beat(pipe)
         pipe.smembers(self.set_key)
         *_, members = await pipe.execute()
         ids = sorted(m.decode() for m in members if m.decode() != self.process_id)
