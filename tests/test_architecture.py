@@ -75,10 +75,6 @@ ALLOWED: set[tuple[str, str]] = {
     ("tornado_mcp.transport.resume", "tornado_mcp.transport.handler"),
     ("tornado_mcp.transport.router", "tornado_mcp.transport.handler"),
     ("tornado_mcp.transport.snapshot", "tornado_mcp.transport.core"),
-    # cluster/: its parts are typed against Cluster; they will receive what they use.
-    ("tornado_mcp.cluster.feed", "tornado_mcp.cluster.core"),
-    ("tornado_mcp.cluster.members", "tornado_mcp.cluster.core"),
-    ("tornado_mcp.cluster.shared", "tornado_mcp.cluster.core"),
 }
 #: Known runtime edges that point up a layer, likewise to be removed.
 ALLOWED_RUNTIME: set[tuple[str, str]] = {

@@ -162,11 +162,14 @@ async def _serve(server: Server, options: TransportOptions, args: argparse.Names
                  unix: tuple[socket.socket, int] | None = None) -> None:
     task_store = None
     event_store = None
+    link = None
     if args.redis_url:  # tasks too are kept where every process sees them
         from .cluster.event_store import RedisEventStore
+        from .cluster.link import Link
         from .cluster.task_store import RedisTaskStore
-        task_store = RedisTaskStore(args.redis_url)
-        event_store = RedisEventStore(args.redis_url)  # resumable streams' events
+        link = Link(args.redis_url)  # one connection: the cluster's, shared by both stores
+        task_store = RedisTaskStore(link=link)
+        event_store = RedisEventStore(link=link)  # resumable streams' events
     # Bound first: the OAuth audience defaults to the endpoint's URL on the bound address
     # (configuration, never a request's Host header), and port 0 is known only now.
     sockets: list[socket.socket] = []
@@ -212,7 +215,7 @@ async def _serve(server: Server, options: TransportOptions, args: argparse.Names
     cluster = None
     if args.redis_url:  # a process on a Unix socket is no forwarding target (no URL)
         from .cluster import Cluster
-        cluster = Cluster(transport, args.redis_url, advertise_url=advertise)
+        cluster = Cluster(transport, link=link, advertise_url=advertise)
         await cluster.start()
     print(f"MCP endpoint: {base}{args.path}", flush=True)
     if admin_line:

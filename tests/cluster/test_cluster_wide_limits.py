@@ -114,3 +114,33 @@ async def test_an_admission_is_counted_elsewhere_before_the_next_heartbeat(
         assert time.monotonic() - began < 0.5
     finally:
         stream.close()
+
+
+async def test_simultaneous_admissions_on_three_processes_stop_exactly_at_the_cap(
+        redis: RedisProc, server_factory: ServerFactory) -> None:
+    """Each admission reserves its place in Redis first (one atomic script), so however
+    many arrive at once on however many processes, exactly the cap is admitted."""
+    cap = 6
+    caps = ("--cluster-wide-limits", "true", "--max-sessions", str(cap),
+            "--max-listen-subscriptions", str(cap))
+    procs = [start(server_factory, redis, *caps) for _ in range(3)]
+    for seen_from in procs:
+        for other in procs:
+            if other is not seen_from:
+                await until_seen(seen_from, other, (0, 0))
+    clients = [Running.remote(p.port) for p in procs]
+    sessions = await asyncio.gather(*(c.post(init(f"c{n}")) for n in range(cap)
+                                      for c in clients))
+    assert sorted(r.status for r in sessions) == [200] * cap + [503] * (2 * cap)
+    for r in sessions:
+        if r.status == 503:
+            assert_refused(r, 503, INTERNAL_ERROR, "Service unavailable: maximum "
+                           f"concurrent sessions ({cap}) reached")
+    streams = await asyncio.gather(*(c.listen({"toolsListChanged": True},
+                                              request_id=f"l{n}")
+                                     for n in range(cap) for c in clients))
+    try:
+        assert sorted(s.status for s in streams) == [200] * cap + [503] * (2 * cap)
+    finally:
+        for s in streams:
+            s.close()

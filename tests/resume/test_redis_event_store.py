@@ -236,3 +236,37 @@ async def test_example_server_with_redis_url_keeps_stream_events_in_redis(
             await eventually(lambda: _gone(raw))  # the session ended: its keys go
     finally:
         await raw.aclose()
+
+
+async def test_on_a_cluster_link_an_outage_refuses_replays_without_a_traceback(
+        redis: RedisProc, caplog: pytest.LogCaptureFixture) -> None:
+    """Built on the cluster's link, the store follows its outages: while Redis is down
+    nothing is sent, a replay is refused (never an exception), and only the link logs,
+    once; once Redis is back the store writes and replays again."""
+    from tornado_mcp import Server, Transport
+    from tornado_mcp.cluster import Cluster, Link
+
+    link = Link(redis.url)
+    store = RedisEventStore(link=link)
+    store.bind(lambda: 1000, lambda: 60.0, lambda _r: None)
+    cluster = Cluster(Transport(Server("events"), event_store=store), link=link)
+    await cluster.start()
+    try:
+        assert store.key("s", "A") == "tornado-mcp:events:s:A"
+        store.append("s", "A", 0, ev(0))
+        assert await store.replay("s", "A", -1) == [(0, ev(0))]
+        redis.kill()
+        store.append("s", "A", 1, ev(1))  # fails: the link learns Redis is gone
+        await store.flush()
+        assert link.connected is False
+        store.append("s", "A", 2, ev(2))
+        assert await store.replay("s", "A", 0) is None
+        assert not [r for r in caplog.records if r.exc_info]
+        assert sum("lost Redis" in r.getMessage() for r in caplog.records) == 1
+        redis.start()
+        await asyncio.wait_for(link.wait_up(), WAIT)
+        store.append("s", "B", 0, ev(0))
+        assert await store.replay("s", "B", -1) == [(0, ev(0))]
+    finally:
+        await cluster.close()
+        await store.close()

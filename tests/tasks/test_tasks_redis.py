@@ -66,7 +66,7 @@ async def test_a_cancel_for_a_runner_that_is_gone_settles_the_record(
         assert settled is not None and settled.status == "cancelled"
         # This process's own heartbeat is live: a signal to it is published.
         mine = TaskRecord(task_id="mine", owner="", era="modern", tool="slow", ttl=60,
-                          runner=transport.tasks.process_id)
+                          runner=store.process_id)
         assert await store.create(mine, limit=None)
         assert await store.signal(mine, {"cancel": True}) is True
     finally:

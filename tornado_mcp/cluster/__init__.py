@@ -11,8 +11,15 @@ each process joins a cluster that shares:
 - **who is alive**, through heartbeats with a TTL, which the dashboard shows and
   ``GET /admin/api/cluster`` answers (:mod:`~tornado_mcp.cluster.members`);
 - **where a legacy session lives**: its id starts with the id of the process that
-  created it, so another process forwards its requests there, or answers 421 naming the
-  process when it cannot (``docs/deploy.md``).
+  created it, so another process forwards its requests there, answers 503 with
+  ``Retry-After`` while it cannot tell whether that process lives, or 421 naming the
+  process when it cannot forward (``docs/deploy.md``);
+- **cluster-wide caps**, reserved in Redis before each admission
+  (:mod:`~tornado_mcp.cluster.caps`);
+- **tasks and resumable streams' events**, through
+  :class:`~tornado_mcp.cluster.task_store.RedisTaskStore` and
+  :class:`~tornado_mcp.cluster.event_store.RedisEventStore` built on the cluster's
+  :class:`Link`: one Redis client per process, one view of outages, one liveness signal.
 
 Requires ``pip install 'tornado-mcp[redis]'`` (redis-py's asyncio client).
 """
@@ -21,5 +28,6 @@ from __future__ import annotations
 
 from ..introspection import ClusterSnapshot, ProcessInfo
 from .core import Cluster
+from .link import Link
 
-__all__ = ["Cluster", "ClusterSnapshot", "ProcessInfo"]
+__all__ = ["Cluster", "ClusterSnapshot", "Link", "ProcessInfo"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import secrets
 import socket
 import threading
 import time
@@ -13,14 +12,18 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..introspection import ClusterSnapshot, ProcessInfo
+from ..protocol import jsonio
+from .caps import Caps
 from .feed import Feed, notification_fields
 from .link import DOWN, Link, log
 from .members import Members
-from .shared import SharedConfig
+from .shared import SharedConfig, parse_version
 
 if TYPE_CHECKING:
     from ..transport import Transport
 
+#: What a client is asked to wait before retrying a session whose owner is uncertain.
+RETRY_AFTER_S = 1.0
 TOTALS = ("sessions", "get_streams", "listen_streams", "retained_bytes", "retained_values")
 
 
@@ -42,29 +45,71 @@ class Cluster:
     :meth:`snapshot` is the public view the dashboard reads.
     """
 
-    def __init__(self, transport: Transport, url: str, *, namespace: str = "tornado-mcp",
-                 advertise_url: str | None = None) -> None:
+    def __init__(self, transport: Transport, url: str | None = None, *,
+                 namespace: str = "tornado-mcp", advertise_url: str | None = None,
+                 link: Link | None = None) -> None:
+        if link is None:
+            if url is None:
+                raise TypeError("Cluster needs a Redis url= or a link=")
+            link = Link(url, namespace=namespace)
         self.transport = transport
         self.server = transport.server
-        self.url = url
-        self.namespace = namespace
+        #: The one connection of this process to Redis, shared with its Redis stores.
+        self.link = link
+        self.url = link.url
+        self.namespace = link.namespace
         self.advertise_url = advertise_url
-        self.id = secrets.token_hex(6)
+        self.id = link.process_id
         self.host = socket.gethostname()
         self.pid = os.getpid()
         self.started_at = time.time()
         self.closed = False
         #: Every legacy session id this process mints starts with it: its owner's id.
         self.session_prefix = self.id + "."
-        self.link = Link(url, self._resync)
-        self.feed = Feed(self)
-        self.members = Members(self)
-        self.shared = SharedConfig(self)
+        link.on_up(self._resync)
+        options = transport.options
+        ns = self.namespace
+        self.feed = Feed(link, self.id, ns, options, deliver=self.server.deliver_local,
+                         on_refusal=transport.count_refusal)
+        self.members = Members(link, self.id, ns, options.cluster_heartbeat_ttl,
+                               self._describe, advertise_url)
+        self.shared = SharedConfig(link, self.id, ns, options, self.server, self._push,
+                                   self.host, self.pid)
         self.feed.on_limits = self.shared.on_remote
+        self.feed.on_counts = self.members.announced
+        self.feed.on_left = self.members.left
+        self.feed.on_write = self._write_extra
+        self.members.on_replaced = self._replaced
+        self.caps = Caps(link, self.id, ns, self._held, self._cap)
+        self.members.on_leave = self.caps.forget
         self._tasks: list[asyncio.Task[None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self._counts_due = False
+
+    def _replaced(self, gone: str) -> None:
+        """A dead process had this one's URL: the others forget it at once."""
+        self.feed.push({"k": "g", "g": gone})
+
+    def _push(self, fields: dict[str, Any]) -> None:
+        self.on_loop(lambda: self.feed.push(fields))
+
+    def _write_extra(self, pipe: Any, fields: dict[str, Any]) -> None:
+        if fields.get("k") == "l":  # a limit change: the versioned write of its values
+            changes = fields["c"]
+            self.shared.write(pipe, jsonio.loads(changes if isinstance(changes, bytes)
+                                                 else changes.encode()),
+                              parse_version(fields["v"]))
+
+    def _describe(self) -> ProcessInfo:
+        snap = self.transport.snapshot(sessions=False, streams=False)
+        t = snap.totals
+        return ProcessInfo(id=self.id, host=self.host, pid=self.pid, url=self.advertise_url,
+                           started_at=self.started_at, heartbeat_at=time.time(),
+                           connected=self.link.connected, sessions=t.sessions,
+                           get_streams=t.get_streams, listen_streams=t.listen_streams,
+                           retained_bytes=t.retained_bytes, retained_values=t.retained_values,
+                           refusals={k: v for k, v in snap.refusals.items() if v})
 
     async def start(self) -> None:
         """Join the cluster, on the IOLoop that serves the transport: connect to Redis
@@ -80,7 +125,8 @@ class Cluster:
         self.server.add_relay(self)
         self.transport.cluster = self
         self._tasks = [asyncio.create_task(t()) for t in (
-            self.link.supervise, self.feed.write_loop, self.feed.read_loop, self.members.loop)]
+            self.link.supervise, self.feed.write_loop, self.feed.read_loop, self.members.loop,
+            self._caps_loop)]
         log.info("process %s joined the cluster at %s", self.id, self.url)
 
     async def _resync(self) -> None:
@@ -91,7 +137,7 @@ class Cluster:
 
     async def close(self) -> None:
         """Leave the cluster: what is still queued for Redis gets up to a second."""
-        self.closed = True
+        self.closed = self.shared.closed = True
         self.server.remove_relay(self)
         self.on_loop(lambda: self.feed.push({"k": "x"}))  # others forget us at once
         if self.link.connected and self.feed.outbox:
@@ -132,6 +178,38 @@ class Cluster:
             return None
         return await self.members.lookup(owner)
 
+    def owner_uncertain(self, session_id: str) -> float | None:
+        """For a session no live process holds: the seconds a client should wait before
+        retrying when the process its id names may still be alive (Redis is down or came
+        back less than ``cluster_heartbeat_ttl`` ago, or that process's heartbeat expired
+        less than two TTLs ago without it leaving: partitioned, or frozen); ``None`` when
+        the session is gone for good (its process left, was replaced at its URL, or was
+        never known)."""
+        owner, dot, _ = session_id.partition(".")
+        if not dot or owner == self.id or not _looks_like_process_id(owner):
+            return None
+        return RETRY_AFTER_S if self.members.uncertain(owner) else None
+
+    async def reserve(self, kind: str) -> bool:
+        """With ``cluster_wide_limits``: reserve, atomically across the cluster, a place
+        for one more ``"sessions"`` or ``"listen_streams"`` (:mod:`~tornado_mcp.cluster.caps`);
+        False when the cluster holds its cap.  Admit right after a True (in the same IOLoop
+        iteration); the place is this process's until what it holds drops again.  Always
+        True without cluster-wide limits, or while Redis is down."""
+        return await self.caps.reserve(kind)
+
+    async def _caps_loop(self) -> None:
+        await self.caps.loop(self.members.interval)
+
+    def _held(self, kind: str) -> int:
+        return len(self.transport.sessions) if kind == "sessions" else len(self.transport.hub)
+
+    def _cap(self, kind: str) -> int | None:
+        opts = self.transport.options
+        if not opts.cluster_wide_limits:
+            return None
+        return opts.max_sessions if kind == "sessions" else opts.max_listen_subscriptions
+
     def remote_count(self, kind: str) -> int:
         """Sessions or listen streams the other live processes hold (the newest of their
         last heartbeat and their last admission announcement), when
@@ -168,6 +246,7 @@ class Cluster:
         f = self.feed
         relay = {"published": f.published, "received": f.received,
                  "duplicates": f.duplicates, "buffered": len(f.outbox), "dropped": f.dropped,
+                 "trimmed": f.trimmed,
                  "reconnects": self.link.reconnects}
         return ClusterSnapshot(taken_at=time.time(), self_id=self.id,
                                connected=self.link.connected, processes=processes,

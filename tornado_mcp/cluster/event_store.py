@@ -27,7 +27,14 @@ expired) makes the replay refuse, as a dropped one does: never a replay with a g
 
 Each key expires ``event_store_max_age`` after its last write, so a process that dies
 leaves nothing behind for longer than the age bound; when a session ends its keys are
-deleted.  Requires ``pip install 'tornado-mcp[redis]'``.
+deleted.
+
+In a cluster, build it on the cluster's :class:`~tornado_mcp.cluster.link.Link`
+(``RedisEventStore(link=link)``): it then shares the process's one Redis client and its
+view of outages: while Redis is down nothing is sent (the events written meanwhile are
+lost, so a replay that needs them is refused) and the outage is logged once, by the
+link.  Given a ``url`` instead, the store opens a connection of its own on first use.
+Requires ``pip install 'tornado-mcp[redis]'``.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..transport.event_store import LedgerStore
+from .link import DOWN, Link
 
 log = logging.getLogger("tornado_mcp.transport.event_store")
 
@@ -55,12 +63,15 @@ class RedisEventStore(LedgerStore):
     """An :class:`~tornado_mcp.transport.event_store.EventStore` whose frames live in Redis; see the
     module docstring.  ``clock`` is where event ages are read from (monotonic seconds)."""
 
-    def __init__(self, url: str = "redis://127.0.0.1:6379/0", prefix: str = DEFAULT_PREFIX,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, url: str = "redis://127.0.0.1:6379/0", prefix: str | None = None,
+                 clock: Callable[[], float] = time.monotonic, *,
+                 link: Link | None = None) -> None:
         super().__init__(clock)
-        self.url = url
-        self.prefix = prefix
-        self._redis: Any = None
+        self._owns_link = link is None
+        self.link = link
+        self.url = url if link is None else link.url
+        self.prefix = prefix or (DEFAULT_PREFIX if link is None else link.key("events"))
+        self._failing = False  # a link of its own failed: logged once until it works
         self._ops: list[_Op] = []
         self._writer: asyncio.Task[None] | None = None
 
@@ -90,7 +101,10 @@ class RedisEventStore(LedgerStore):
             return []
         found: asyncio.Future[list[bytes | None]] = asyncio.get_running_loop().create_future()
         self._queue(("read", self.key(session_id, stream), seqs, found))
-        frames = await found  # after every write queued before it
+        try:
+            frames = await found  # after every write queued before it
+        except DOWN:
+            return None  # Redis cannot be reached: refused, as a gap would be
         if any(f is None for f in frames):
             return None  # Redis lost some of them: a replay would have a gap
         return [(s, f) for s, f in zip(seqs, frames, strict=True) if f is not None]
@@ -107,10 +121,10 @@ class RedisEventStore(LedgerStore):
         if writer is not None:
             with contextlib.suppress(Exception):
                 await writer
-        if self._redis is not None:
+        if self._owns_link and self.link is not None:
             with contextlib.suppress(Exception):
-                await self._redis.aclose()
-            self._redis = None
+                await self.link.aclose()
+            self.link = None
         self._ledgers.clear()
 
     async def flush(self) -> None:
@@ -128,11 +142,15 @@ class RedisEventStore(LedgerStore):
         while self._ops:
             ops, self._ops = self._ops, []
             reads: list[tuple[int, asyncio.Future[list[bytes | None]]]] = []
+            if self.link is None:
+                self.link = Link(self.url)
+                self.link.connected = True  # its own: tried each time, never supervised
+            link = self.link
+            if not link.connected:  # the cluster's link, Redis down: nothing can be sent
+                _fail_reads(ops, ConnectionError("Redis cannot be reached"))
+                continue
             try:
-                if self._redis is None:
-                    import redis.asyncio as aioredis
-                    self._redis = aioredis.from_url(self.url)
-                pipe = self._redis.pipeline(transaction=False)
+                pipe = link.redis.pipeline(transaction=False)
                 for op in ops:
                     kind = op[0]
                     if kind == "hset":
@@ -146,12 +164,15 @@ class RedisEventStore(LedgerStore):
                         reads.append((len(pipe), op[3]))
                         pipe.hmget(op[1], [str(s) for s in op[2]])
                 results = await pipe.execute(raise_on_error=False)
-            except Exception as exc:  # Redis unreachable: the events are lost, not the loop
-                log.exception("event store could not write to Redis")
-                for op in ops:
-                    if op[0] == "read" and not op[3].done():
-                        op[3].set_exception(exc)
+            except DOWN as exc:  # Redis unreachable: the events are lost, not the loop
+                if not self._owns_link:
+                    link.lost(exc)
+                elif not self._failing:
+                    self._failing = True
+                    log.warning("event store lost Redis at %s (%s)", self.url, exc)
+                _fail_reads(ops, exc)
                 continue
+            self._failing = False
             for index, fut in reads:
                 if fut.done():
                     continue
@@ -160,3 +181,9 @@ class RedisEventStore(LedgerStore):
                     fut.set_exception(result)
                 else:
                     fut.set_result(list(result))
+
+
+def _fail_reads(ops: list[_Op], exc: BaseException) -> None:
+    for op in ops:
+        if op[0] == "read" and not op[3].done():
+            op[3].set_exception(exc)

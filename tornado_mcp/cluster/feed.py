@@ -18,13 +18,11 @@ import logging
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from itertools import islice
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ..options import TransportOptions
 from ..protocol import Refusal, jsonio
-from .link import DOWN
-
-if TYPE_CHECKING:
-    from .core import Cluster
+from .link import DOWN, Link
 
 log = logging.getLogger("tornado_mcp.cluster")
 
@@ -44,12 +42,25 @@ def _id_tuple(entry_id: str) -> tuple[int, int]:
 
 
 class Feed:
-    """Outbox, writer and reader of the shared stream for one process."""
+    """Outbox, writer and reader of the shared stream for one process.
 
-    def __init__(self, cluster: Cluster) -> None:
-        self.cluster = cluster
-        self.key = f"{cluster.namespace}:feed"
-        self.limits_key = f"{cluster.namespace}:limits"
+    What it reads is handed on through callbacks: ``deliver(method, params)`` a
+    notification, ``on_counts(origin, at, sessions, streams)`` an admission announcement,
+    ``on_left(origin)`` a process leaving, ``on_limits(changes, fields)`` a limit change;
+    ``on_refusal`` counts an entry the outage buffer refused, ``on_write(pipe, fields)``
+    adds what an entry of this process must also write (a limit change's versioned set).
+    """
+
+    def __init__(self, link: Link, process_id: str, namespace: str,
+                 options: TransportOptions, *,
+                 deliver: Callable[[str, dict[str, Any] | None], Any],
+                 on_refusal: Callable[[Refusal], None]) -> None:
+        self.link = link
+        self.process_id = process_id
+        self.options = options
+        self.deliver = deliver
+        self.on_refusal = on_refusal
+        self.key = f"{namespace}:feed"
         self.outbox: deque[Fields] = deque()
         self.seq = 0
         self.last_id = "0-0"
@@ -58,29 +69,33 @@ class Feed:
         self.received = 0  # entries from other processes, handed on
         self.duplicates = 0  # entries seen twice (a resent batch) and skipped
         self.dropped = 0  # entries refused by the outage buffer
+        self.trimmed = 0  # entries trimmed from the stream before this process read them
+        self._trim_burst = False
         self._ready = asyncio.Event()
-        #: Called with each limit change another process made: ``(changes, fields)``.
         self.on_limits: Callable[[dict[str, Any], Fields], None] | None = None
+        self.on_counts: Callable[[str, float, int, int], None] | None = None
+        self.on_left: Callable[[str], None] | None = None
+        self.on_write: Callable[[Any, Fields], None] | None = None
 
     # -- publishing (on the IOLoop) -----------------------------------------------------------
     def push(self, fields: Fields) -> bool:
         """Queue one entry for Redis; False (counted) when the outage buffer is full."""
-        if len(self.outbox) >= self.cluster.transport.options.cluster_outage_buffer:
+        if len(self.outbox) >= self.options.cluster_outage_buffer:
             self.dropped += 1
-            self.cluster.transport.count_refusal(Refusal.CLUSTER_OUTAGE_BUFFER)
+            self.on_refusal(Refusal.CLUSTER_OUTAGE_BUFFER)
             if self.dropped == 1 or self.dropped % 1000 == 0:
                 log.warning("cluster outage buffer full; %d entries dropped", self.dropped)
             return False
         self.seq += 1
-        fields["o"] = self.cluster.id
+        fields["o"] = self.process_id
         fields["s"] = self.seq
         self.outbox.append(fields)
         self._ready.set()
         return True
 
     async def write_loop(self) -> None:
-        link = self.cluster.link
-        length = self.cluster.transport.options.cluster_stream_length
+        link = self.link
+        length = self.options.cluster_stream_length
         while True:
             await self._ready.wait()
             await link.wait_up()
@@ -90,8 +105,8 @@ class Feed:
                 continue
             pipe = link.redis.pipeline(transaction=False)
             for fields in batch:
-                if fields.get("k") == "l":
-                    pipe.hset(self.limits_key, mapping=_limit_fields(fields["c"]))
+                if self.on_write is not None:
+                    self.on_write(pipe, fields)
                 pipe.xadd(self.key, fields, maxlen=length, approximate=True)
             try:
                 await pipe.execute()
@@ -106,7 +121,7 @@ class Feed:
     async def resync(self) -> None:
         """Where to read from after (re)connecting: our last id, unless the stream was
         lost with Redis (missing, or ending before it) and must be read from its start."""
-        top = await self.cluster.link.redis.xrevrange(self.key, count=1)
+        top = await self.link.redis.xrevrange(self.key, count=1)
         if not top:
             self.last_id = "0-0"
             return
@@ -116,11 +131,11 @@ class Feed:
 
     async def start_at_end(self) -> None:
         """At start: skip what was published before this process existed."""
-        top = await self.cluster.link.redis.xrevrange(self.key, count=1)
+        top = await self.link.redis.xrevrange(self.key, count=1)
         self.last_id = top[0][0].decode() if top else "0-0"
 
     async def read_loop(self) -> None:
-        link = self.cluster.link
+        link = self.link
         while True:
             await link.wait_up()
             try:
@@ -129,10 +144,23 @@ class Feed:
             except DOWN as exc:
                 link.lost(exc)
                 continue
+            before = self.trimmed
             for _stream, entries in reply or ():
                 for entry_id, fields in entries:
                     self.last_id = entry_id.decode()
                     self._handle(fields)
+            self._note_trimmed(self.trimmed - before)
+
+    def _note_trimmed(self, lost: int) -> None:
+        """One log line per burst of entries lost to trimming (a batch without any
+        ends the burst)."""
+        if not lost:
+            self._trim_burst = False
+        elif not self._trim_burst:
+            self._trim_burst = True
+            log.warning("%d cluster feed entries were trimmed before this process read "
+                        "them (cluster_stream_length is shorter than the outage); "
+                        "%d in all", lost, self.trimmed)
 
     def _handle(self, raw: dict[bytes, bytes]) -> None:
         try:
@@ -141,11 +169,14 @@ class Feed:
             kind = raw.get(b"k", b"n")
         except (KeyError, ValueError, UnicodeDecodeError):
             return
-        if origin == self.cluster.id:
+        if origin == self.process_id:
             return  # delivered locally when it was published
-        if self.seen.get(origin, 0) >= seq:
+        last = self.seen.get(origin)
+        if last is not None and last >= seq:
             self.duplicates += 1
             return
+        if last is not None and seq > last + 1:
+            self.trimmed += seq - last - 1  # sequence numbers are never skipped when sent
         self.seen[origin] = seq
         self.seen.move_to_end(origin)
         while len(self.seen) > MAX_PUBLISHERS:
@@ -155,12 +186,13 @@ class Feed:
                 method = raw[b"m"].decode()
                 params = jsonio.loads(raw[b"p"]) if b"p" in raw else None
                 self.received += 1
-                self.cluster.server.deliver_local(method, params)
-            elif kind == b"c":  # the publisher admitted a session or a listen stream
-                self.cluster.members.announced(origin, float(raw[b"t"]), int(raw[b"ss"]),
-                                               int(raw[b"ls"]))
-            elif kind == b"x":  # the publisher left the cluster
-                self.cluster.members.others.pop(origin, None)
+                self.deliver(method, params)
+            elif kind == b"c" and self.on_counts is not None:  # it admitted something
+                self.on_counts(origin, float(raw[b"t"]), int(raw[b"ss"]), int(raw[b"ls"]))
+            elif kind == b"x" and self.on_left is not None:  # the publisher left
+                self.on_left(origin)
+            elif kind == b"g" and self.on_left is not None:  # a process replaced at its URL
+                self.on_left(raw[b"g"].decode())
             elif kind == b"l" and self.on_limits is not None:
                 fields = {k.decode(): v.decode() for k, v in raw.items()}
                 self.on_limits(jsonio.loads(raw[b"c"]), fields)
@@ -174,7 +206,3 @@ def notification_fields(method: str, params: dict[str, Any] | None) -> Fields:
         fields["p"] = jsonio.dumps(params)
     return fields
 
-
-def _limit_fields(changes: bytes | str) -> dict[str, bytes]:
-    decoded = jsonio.loads(changes if isinstance(changes, bytes) else changes.encode())
-    return {name: jsonio.dumps(value) for name, value in decoded.items()}

@@ -101,15 +101,20 @@ def admit(engine: Engine, message: dict[str, Any], params: dict[str, Any],
                     listen_id, refusal=Refusal.MAX_RESOURCE_SUBSCRIPTION_BYTES)
     cap = opts.max_listen_subscriptions
     if cap is not None and len(engine.hub) + engine.remote_count("listen_streams") >= cap:
-        raise Reply(503, INTERNAL_ERROR,
-                    "Service unavailable: maximum concurrent subscriptions/listen streams "
-                    f"({cap}) reached", listen_id, refusal=Refusal.MAX_LISTEN_SUBSCRIPTIONS)
+        raise listen_cap_reached(listen_id, cap)
     server = engine.server
     flags = frozenset(flag for flag, capability in FLAG_CAPABILITIES
                       if filt.get(flag) is True and server.has_capability(capability,
                                                                          "listChanged"))
     honored_uris = uris if uris and server.has_capability("resources", "subscribe") else []
     return Admission(listen_id, flags, honored_uris, watched, principal)
+
+
+def listen_cap_reached(listen_id: Any, cap: int) -> Reply:
+    """The refusal of a listen stream over ``max_listen_subscriptions`` (503)."""
+    return Reply(503, INTERNAL_ERROR, "Service unavailable: maximum concurrent "
+                 f"subscriptions/listen streams ({cap}) reached", listen_id,
+                 refusal=Refusal.MAX_LISTEN_SUBSCRIPTIONS)
 
 
 def open_stream(engine: Engine, admission: Admission,

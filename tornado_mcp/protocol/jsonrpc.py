@@ -56,10 +56,13 @@ class Reply(Exception):
     """
 
     def __init__(self, status: int, code: int, message: str, request_id: Any = None,
-                 data: Any = None, refusal: Refusal | None = None) -> None:
+                 data: Any = None, refusal: Refusal | None = None,
+                 headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.status, self.code, self.message = status, code, message
         self.request_id, self.data, self.refusal = request_id, data, refusal
+        #: HTTP headers of the answer, where the transport has them (e.g. Retry-After).
+        self.headers = headers or {}
 
     def error_body(self) -> dict[str, Any]:
         return error_body(self.request_id, self.code, self.message, self.data)

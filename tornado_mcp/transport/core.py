@@ -59,6 +59,10 @@ class ClusterMember(Protocol):
 
     async def session_owner(self, session_id: str) -> ProcessInfo | None: ...
 
+    def owner_uncertain(self, session_id: str) -> float | None: ...
+
+    async def reserve(self, kind: str) -> bool: ...
+
     def remote_count(self, kind: str) -> int: ...
 
     def admitted(self) -> None: ...
@@ -216,6 +220,11 @@ class Transport:
         """``"sessions"`` or ``"listen_streams"`` the rest of the cluster holds, counted
         against this process's limits when ``cluster_wide_limits`` is on (else 0)."""
         return self.cluster.remote_count(kind) if self.cluster is not None else 0
+
+    async def reserve(self, kind: str) -> bool:
+        """Before admitting a ``"sessions"`` or ``"listen_streams"``: with cluster-wide
+        limits, a place reserved in Redis (admit in the same IOLoop iteration)."""
+        return await self.cluster.reserve(kind) if self.cluster is not None else True
 
     async def session_owner(self, session_id: str) -> ProcessInfo | None:
         """The other live process of the cluster that holds ``session_id``, if any."""

@@ -308,6 +308,8 @@ class MCPHandler(tornado.web.RequestHandler):
         self.set_header("Content-Type", "application/json")
         if reply.status == 405:  # RFC 9110: a 405 names the methods the endpoint has
             self.set_header("Allow", self.allowed_methods)
+        for name, value in reply.headers.items():
+            self.set_header(name, value)
         self.write(reply.body())
 
     def send_json(self, status: int, message: Any,

@@ -19,6 +19,7 @@ from ..protocol import (
     HEADER_LAST_EVENT_ID,
     HEADER_MISMATCH,
     HEADER_PROTOCOL_VERSION,
+    HEADER_RETRY_AFTER,
     HEADER_SESSION_ID,
     INITIALIZE,
     INTERNAL_ERROR,
@@ -198,7 +199,8 @@ async def _initialize(h: MCPHandler, message: dict[str, Any], body: bytes) -> No
         h.send_json(200, result)
         return
     assert isinstance(params, dict)  # the schema above guarantees it
-    session = t.open_session(version, params, h.principal)
+    reserved = await t.reserve("sessions")  # cluster-wide limits: a place in Redis
+    session = t.open_session(version, params, h.principal) if reserved else None
     if session is None:
         raise Reply(503, INTERNAL_ERROR, "Service unavailable: maximum concurrent sessions "
                                          f"({opts.max_sessions}) reached",
@@ -264,8 +266,14 @@ async def session_from_header(h: MCPHandler, body: bytes | None = None) -> Sessi
     session = h.transport.sessions.get(session_id.strip())
     if session is None:
         owner = await h.transport.session_owner(session_id.strip())
+        cluster = h.transport.cluster
         if owner is not None:  # alive in another process of the cluster
-            await forward(h, owner, h.transport.cluster.id, body)  # type: ignore[union-attr]
+            await forward(h, owner, cluster.id, body)  # type: ignore[union-attr]
+        retry = cluster.owner_uncertain(session_id.strip()) if cluster is not None else None
+        if retry is not None:  # its process may be alive: not known to be gone
+            raise Reply(503, INTERNAL_ERROR, "Service unavailable: the process holding this "
+                        "session cannot be confirmed right now; retry",
+                        headers={HEADER_RETRY_AFTER: str(max(1, round(retry)))})
         raise Reply(404, INVALID_REQUEST, "Session not found")
     if session.principal is not h.principal and not same_caller(session.principal, h.principal):
         # Another caller's session is, for this caller, no session at all: 404, not 403,

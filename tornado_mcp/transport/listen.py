@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..engine.listen import admit, close_stream, open_stream
+from ..engine.listen import admit, close_stream, listen_cap_reached, open_stream
 
 if TYPE_CHECKING:
     from .handler import MCPHandler
@@ -20,6 +20,9 @@ async def listen(h: MCPHandler, message: dict[str, Any], params: dict[str, Any])
     t = h.transport
     admission = admit(t.engine, message, params, h.principal)
     opts = t.options
+    cap = opts.max_listen_subscriptions
+    if cap is not None and not await t.reserve("listen_streams"):  # cluster-wide, in Redis
+        raise listen_cap_reached(admission.listen_id, cap)
     channel = h.open_channel(lambda: opts.listen_keepalive_interval)
     stream = open_stream(t.engine, admission, channel)
     if stream is None:
