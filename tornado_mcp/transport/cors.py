@@ -45,7 +45,6 @@ MAX_AGE = "600"
 #: At most this many ``Mcp-Param-*`` names are echoed from one preflight.
 MAX_PARAM_HEADERS = 64
 
-_ALLOWED_LOWER = frozenset(h.lower() for h in ALLOWED_HEADERS)
 _PARAM_PREFIX = HEADER_PARAM_PREFIX.lower()
 
 

@@ -178,7 +178,7 @@ async def _initialize(h: Exchange, message: dict[str, Any], body: bytes) -> None
         h.send_json(200, error_body(safe_id(request_id), INVALID_REQUEST, "Invalid Request"))
         return
     try:
-        p = load(INITIALIZE_PARAMS, params, "initialize")
+        p = load(INITIALIZE_PARAMS, params, INITIALIZE)
     except MCPError as exc:
         h.send_json(200, error_body(request_id, exc.code, exc.message))
         return
