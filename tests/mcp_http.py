@@ -305,6 +305,9 @@ async def running(server: Server, *, transport: Transport | None = None,
     no other process can take it between choosing and binding.  ``sockets``: ones bound
     already (by :func:`loopback_sockets`, when the port must be known beforehand, as an
     OAuth resource's URL)."""
+    # Work still running at the end of a test is not waited for (a test of the drain
+    # sets its own grace): the default 30 s would outlast the teardown's timeout.
+    options.setdefault("shutdown_grace", 0.5)
     t = transport or Transport(server, **options)
     routes: list[Any] = [*t.routes("/mcp")]
     if extra_routes is not None:

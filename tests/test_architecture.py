@@ -4,7 +4,7 @@ Read from the source with ``ast``, so these hold for every module, including one
 no other test imports.  Every import counts: module-level, function-local and
 ``if TYPE_CHECKING:`` ones alike.  When a lower layer needs an object of an upper one, it
 declares a :class:`typing.Protocol` for what it uses (as ``ClusterMember`` in
-``tornado_mcp/transport/core.py`` does) instead of importing the class.
+``tornado_mcp/transport/exchange.py`` does) instead of importing the class.
 """
 
 from __future__ import annotations
@@ -61,20 +61,6 @@ DASHBOARD_JOIN = "tornado_mcp.dashboard"
 #: replaced by a Protocol and then deleted from here (a test fails when an entry is no
 #: longer needed).  Nothing else may break the rules.
 ALLOWED: set[tuple[str, str]] = {
-    # transport/: the era modules are typed against MCPHandler and Transport.
-    ("tornado_mcp.transport.auth", "tornado_mcp.transport.handler"),
-    ("tornado_mcp.transport.cors", "tornado_mcp.transport.handler"),
-    ("tornado_mcp.transport.forward", "tornado_mcp.transport.handler"),
-    ("tornado_mcp.transport.gate", "tornado_mcp.transport.handler"),
-    ("tornado_mcp.transport.handler", "tornado_mcp.transport.core"),
-    ("tornado_mcp.transport.legacy", "tornado_mcp.transport.handler"),
-    ("tornado_mcp.transport.listen", "tornado_mcp.transport.handler"),
-    ("tornado_mcp.transport.modern", "tornado_mcp.transport.handler"),
-    ("tornado_mcp.transport.request", "tornado_mcp.transport.handler"),
-    ("tornado_mcp.transport.resume", "tornado_mcp.transport.core"),
-    ("tornado_mcp.transport.resume", "tornado_mcp.transport.handler"),
-    ("tornado_mcp.transport.router", "tornado_mcp.transport.handler"),
-    ("tornado_mcp.transport.snapshot", "tornado_mcp.transport.core"),
 }
 #: Known runtime edges that point up a layer, likewise to be removed.
 ALLOWED_RUNTIME: set[tuple[str, str]] = {

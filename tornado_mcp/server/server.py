@@ -25,18 +25,36 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from ..protocol import (
+    COMPLETION_COMPLETE,
+    INITIALIZE,
+    INITIALIZED,
+    INPUT_METHODS,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     LEGACY_VERSIONS,
+    LOGGING_SET_LEVEL,
     META_SERVER_INFO,
     METHOD_NOT_FOUND,
     MODERN_VERSIONS,
+    PING,
+    PROMPTS_GET,
+    PROMPTS_LIST,
+    PROMPTS_LIST_CHANGED,
+    RESOURCES_LIST,
+    RESOURCES_LIST_CHANGED,
+    RESOURCES_READ,
+    RESOURCES_SUBSCRIBE,
+    RESOURCES_TEMPLATES_LIST,
+    RESOURCES_UNSUBSCRIBE,
     RESOURCES_UPDATED,
+    SERVER_DISCOVER,
+    TOOLS_CALL,
+    TOOLS_LIST,
+    TOOLS_LIST_CHANGED,
 )
 from ..protocol.errors import MCPError, method_not_found
 from .builtins import BUILTIN, MAX_COMPLETION_VALUES, input_required
 from .context import Context
-from .input import MAX_INPUT_ROUNDS as LEGACY_INPUT_ROUNDS
 from .input import NeedsInput
 from .registry import Registry
 from .request_state import RequestStateCodec
@@ -49,27 +67,24 @@ from .subscriptions import (
 
 log = logging.getLogger("tornado_mcp.server")
 
-__all__ = ["CACHEABLE_METHODS", "LEGACY_INPUT_ROUNDS", "MAX_COMPLETION_VALUES",
-           "METHOD_CAPABILITY", "MRTR_METHODS", "REMOVED_IN_MODERN", "NotificationSink",
-           "Server"]
+__all__ = ["CACHEABLE_METHODS", "MAX_COMPLETION_VALUES", "METHOD_CAPABILITY",
+           "REMOVED_IN_MODERN", "NotificationSink", "Server"]
 
 #: Methods whose 2026-07-28 results carry ``ttlMs`` and ``cacheScope``.
-CACHEABLE_METHODS = frozenset({"server/discover", "tools/list", "prompts/list", "resources/list",
-                               "resources/templates/list", "resources/read"})
+CACHEABLE_METHODS = frozenset({SERVER_DISCOVER, TOOLS_LIST, PROMPTS_LIST, RESOURCES_LIST,
+                               RESOURCES_TEMPLATES_LIST, RESOURCES_READ})
 #: Legacy methods that 2026-07-28 removed.
-REMOVED_IN_MODERN = frozenset({"initialize", "ping", "logging/setLevel", "resources/subscribe",
-                               "resources/unsubscribe", "notifications/initialized"})
+REMOVED_IN_MODERN = frozenset({INITIALIZE, PING, LOGGING_SET_LEVEL, RESOURCES_SUBSCRIBE,
+                               RESOURCES_UNSUBSCRIBE, INITIALIZED})
 #: The server capability each method needs (and the flag inside it, if any).
 METHOD_CAPABILITY: dict[str, tuple[str, str | None]] = {
-    "tools/list": ("tools", None), "tools/call": ("tools", None),
-    "resources/list": ("resources", None), "resources/templates/list": ("resources", None),
-    "resources/read": ("resources", None), "resources/subscribe": ("resources", "subscribe"),
-    "resources/unsubscribe": ("resources", "subscribe"),
-    "prompts/list": ("prompts", None), "prompts/get": ("prompts", None),
-    "completion/complete": ("completions", None), "logging/setLevel": ("logging", None),
+    TOOLS_LIST: ("tools", None), TOOLS_CALL: ("tools", None),
+    RESOURCES_LIST: ("resources", None), RESOURCES_TEMPLATES_LIST: ("resources", None),
+    RESOURCES_READ: ("resources", None), RESOURCES_SUBSCRIBE: ("resources", "subscribe"),
+    RESOURCES_UNSUBSCRIBE: ("resources", "subscribe"),
+    PROMPTS_LIST: ("prompts", None), PROMPTS_GET: ("prompts", None),
+    COMPLETION_COMPLETE: ("completions", None), LOGGING_SET_LEVEL: ("logging", None),
 }
-#: Methods that may answer with an input-required result (and take ``inputResponses``).
-MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 
 
 class NotificationSink(Protocol):
@@ -238,17 +253,17 @@ class Server(Registry):
 
     def notify_tools_list_changed(self) -> None:
         """Tell every session's GET stream and every opted-in listen stream. Thread-safe."""
-        self.publish("notifications/tools/list_changed")
+        self.publish(TOOLS_LIST_CHANGED)
 
     def notify_prompts_list_changed(self) -> None:
         """Tell every session's GET stream and every opted-in listen stream that the prompt
         list changed. Thread-safe."""
-        self.publish("notifications/prompts/list_changed")
+        self.publish(PROMPTS_LIST_CHANGED)
 
     def notify_resources_list_changed(self) -> None:
         """Tell every session's GET stream and every opted-in listen stream that the
         resource list changed. Thread-safe."""
-        self.publish("notifications/resources/list_changed")
+        self.publish(RESOURCES_LIST_CHANGED)
 
     def notify_resources_updated(self, uri: str) -> None:
         """Tell everyone watching ``uri`` that it changed, once each (thread-safe): the
@@ -303,9 +318,6 @@ class Server(Registry):
         return result
 
     # -- dispatch --------------------------------------------------------------------------
-    def knows_method(self, method: str) -> bool:
-        return method in BUILTIN or method in self._methods
-
     def check_method(self, method: str, modern: bool) -> None:
         """Raise -32601 for a method this server does not serve in this era."""
         if modern and method in REMOVED_IN_MODERN:
@@ -323,7 +335,7 @@ class Server(Registry):
     async def handle(self, method: str, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
         """Answer one request; raise :class:`MCPError` for a JSON-RPC error."""
         self.check_method(method, ctx.modern)
-        if method in MRTR_METHODS and "inputResponses" in params:
+        if method in INPUT_METHODS and "inputResponses" in params:
             responses = params["inputResponses"]
             if not isinstance(responses, dict) or \
                     not all(isinstance(v, dict) for v in responses.values()):

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..protocol import jsonio
+from ..protocol import RESOURCES_UPDATED, jsonio
 from ..protocol.identity import ANONYMOUS, Principal
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ class Session:
         :meth:`Server.notify_resources_updated`, once each: call that once per change."""
         if self.notifier is None:
             return False
-        return self.notifier(self, "notifications/resources/updated", {"uri": uri})
+        return self.notifier(self, RESOURCES_UPDATED, {"uri": uri})
 
 
 class SessionStore:

@@ -384,7 +384,7 @@ class StdioConnection:
 
     def _initialize(self, params: dict[str, Any], request_id: Any) -> None:
         try:
-            p = load(INITIALIZE_PARAMS, params, "initialize")
+            p = load(INITIALIZE_PARAMS, params, INITIALIZE)
         except MCPError as exc:
             self.send(error_body(request_id, exc.code, exc.message))
             return

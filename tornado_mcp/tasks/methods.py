@@ -35,6 +35,7 @@ from ..protocol import (
     TASKS_RESULT,
     TASKS_UPDATE,
     TOOLS_CALL,
+    TOOLS_LIST,
 )
 from ..protocol.errors import MCPError, MissingClientCapability, method_not_found
 from .record import POLL_INTERVAL_MS, Status, TaskRecord
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
 TASKS_LEGACY_VERSION = "2025-11-25"
 TASK_METHODS = frozenset({TASKS_GET, TASKS_UPDATE, TASKS_CANCEL, TASKS_RESULT, TASKS_LIST})
 MODERN_TASK_METHODS = frozenset({TASKS_GET, TASKS_UPDATE, TASKS_CANCEL})
-DECORATED = frozenset({"tools/list", SERVER_DISCOVER})
+DECORATED = frozenset({TOOLS_LIST, SERVER_DISCOVER})
 MAX_TASK_ID_LENGTH = 256
 #: ``tasks/list`` page size.
 LIST_PAGE = 100

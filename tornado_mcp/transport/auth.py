@@ -19,12 +19,12 @@ from .gate import authenticate
 from .reply import Reply
 
 if TYPE_CHECKING:
-    from .handler import MCPHandler
+    from .exchange import Exchange
 
 log = logging.getLogger("tornado_mcp.auth")
 
 
-def refuse(h: MCPHandler, exc: AuthError) -> None:
+def refuse(h: Exchange, exc: AuthError) -> None:
     """Answer ``h`` with the refusal: its status, a JSON-RPC error and, on an OAuth
     resource, the ``WWW-Authenticate`` challenge. Counted under ``exc.kind``."""
     h.write_reply(Reply(exc.status, INVALID_REQUEST, exc.message, exc.request_id,
@@ -41,7 +41,7 @@ def refuse(h: MCPHandler, exc: AuthError) -> None:
     h.finish()
 
 
-async def authenticate_request(h: MCPHandler) -> None:
+async def authenticate_request(h: Exchange) -> None:
     """Establish ``h.principal`` (from its ``get_principal``, the transport's hook or a
     bearer token), or answer the request with the refusal."""
     try:

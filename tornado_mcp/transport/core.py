@@ -6,7 +6,8 @@ sync-handler pool, the refusal counters); the transport adds what is: GET stream
 resumable streams and their event store, linger, forwarding, authentication, and the
 :class:`~tornado_mcp.options.TransportOptions` that bound them all.  Its handlers
 (:class:`~tornado_mcp.transport.handler.MCPHandler`) serve each HTTP request through the
-methods in the "for the handlers" section and never touch its private state.
+methods in the "for the handlers" section (declared, with what they read, as
+:class:`~tornado_mcp.transport.exchange.Endpoint`) and never touch its private state.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ import asyncio
 import threading
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import tornado.web
 from tornado.ioloop import IOLoop, PeriodicCallback
@@ -26,7 +27,7 @@ from ..auth.resource import OAuthResource
 from ..engine.engine import Engine
 from ..engine.listen_index import LIST_CHANGED, StreamChannel, change_key
 from ..engine.middleware import Middleware
-from ..introspection import ClusterSnapshot, ProcessInfo, Snapshot
+from ..introspection import ProcessInfo, Snapshot
 from ..options import TransportOptions
 from ..protocol import LEGACY_VERSIONS, MODERN_VERSIONS, Refusal, jsonio
 from ..protocol.identity import ANONYMOUS, Principal
@@ -36,6 +37,7 @@ from ..server.session import Session
 from ..tasks.store import TaskStore
 from .auth import ProtectedResourceMetadataHandler
 from .event_store import EventStore, MemoryEventStore
+from .exchange import Authenticate, ClusterMember, Exchange
 from .handler import MCPHandler
 from .linger import linger_close
 from .resume import Resumption
@@ -43,31 +45,8 @@ from .security import RebindingGuard
 from .snapshot import take_snapshot
 from .sse import frame
 
-#: The host app's authentication hook (see :mod:`tornado_mcp.auth`).
-Authenticate = Callable[[tornado.web.RequestHandler],
-                        Principal | Awaitable[Principal | None] | None]
-
 #: How often idle sessions are looked for, in milliseconds.
 REAP_INTERVAL_MS = 5000
-
-
-class ClusterMember(Protocol):
-    """What a transport asks of the cluster it belongs to (:class:`tornado_mcp.cluster.Cluster`)."""
-
-    id: str
-    session_prefix: str
-
-    async def session_owner(self, session_id: str) -> ProcessInfo | None: ...
-
-    def owner_uncertain(self, session_id: str) -> float | None: ...
-
-    async def reserve(self, kind: str) -> bool: ...
-
-    def remote_count(self, kind: str) -> int: ...
-
-    def admitted(self) -> None: ...
-
-    def snapshot(self) -> ClusterSnapshot: ...
 
 
 class Transport:
@@ -126,7 +105,7 @@ class Transport:
         self._loop: IOLoop | None = None
         self._loop_thread: int | None = None
         self._reaper: PeriodicCallback | None = None
-        self._handlers: set[MCPHandler] = set()
+        self._handlers: set[Exchange] = set()
         self._lingering: set[asyncio.Future[None]] = set()
         #: The cluster this transport belongs to (set by :meth:`Cluster.start`), or None.
         self.cluster: ClusterMember | None = None
@@ -153,14 +132,14 @@ class Transport:
         app.add_handlers(host_pattern, self.routes(path))
 
     # -- for the handlers --------------------------------------------------------------------
-    def attach(self, handler: MCPHandler) -> None:
+    def attach(self, handler: Exchange) -> None:
         """A request has started: bind to its IOLoop (the first time) and track it, so
         :meth:`close` can cancel it."""
         if self._loop is None:
             self._start()
         self._handlers.add(handler)
 
-    def detach(self, handler: MCPHandler) -> None:
+    def detach(self, handler: Exchange) -> None:
         """The request is over, or no longer ours to cancel."""
         self._handlers.discard(handler)
 

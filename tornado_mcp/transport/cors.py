@@ -31,7 +31,7 @@ from ..protocol import (
 from .reply import Reply
 
 if TYPE_CHECKING:
-    from .handler import MCPHandler
+    from .exchange import Exchange
 
 #: The methods the endpoint answers a browser.
 ALLOWED_METHODS = "GET, POST, DELETE"
@@ -47,11 +47,10 @@ MAX_AGE = "600"
 #: At most this many ``Mcp-Param-*`` names are echoed from one preflight.
 MAX_PARAM_HEADERS = 64
 
-_ALLOWED_LOWER = frozenset(h.lower() for h in ALLOWED_HEADERS)
 _PARAM_PREFIX = HEADER_PARAM_PREFIX.lower()
 
 
-def allowed_origin(handler: MCPHandler) -> str | None:
+def allowed_origin(handler: Exchange) -> str | None:
     """The request's ``Origin`` when it is one CORS allows, else ``None``."""
     origin = handler.request.headers.get("Origin")
     if origin is None:
@@ -60,7 +59,7 @@ def allowed_origin(handler: MCPHandler) -> str | None:
     return origin if origin.lower() in handler.transport.options.cors_allowed_origins else None
 
 
-def add_headers(handler: MCPHandler) -> None:
+def add_headers(handler: Exchange) -> None:
     """The CORS headers of an actual (not preflight) response, for an allowed origin."""
     handler.set_header("Vary", "Origin")
     origin = allowed_origin(handler)
@@ -69,7 +68,7 @@ def add_headers(handler: MCPHandler) -> None:
         handler.set_header("Access-Control-Expose-Headers", EXPOSED_HEADERS)
 
 
-async def preflight(handler: MCPHandler) -> None:
+async def preflight(handler: Exchange) -> None:
     """Answer ``OPTIONS``: 204 for a preflight from an allowed origin, else 403 or 405."""
     headers = handler.request.headers
     method = headers.get("Access-Control-Request-Method")

@@ -51,7 +51,7 @@ from ..protocol import INTERNAL_ERROR, INVALID_REQUEST, Refusal
 from .reply import Reply
 
 if TYPE_CHECKING:
-    from .handler import MCPHandler
+    from .exchange import Exchange
 
 log = logging.getLogger("tornado_mcp.transport")
 
@@ -86,7 +86,7 @@ def misrouted(owner: ProcessInfo, session_id: str) -> Reply:
                  "the process that created the session (sticky sessions)")
 
 
-async def forward(h: MCPHandler, owner: ProcessInfo, self_id: str, body: bytes | None) -> None:
+async def forward(h: Exchange, owner: ProcessInfo, self_id: str, body: bytes | None) -> None:
     """Relay the request to ``owner`` and stream its answer; raise :class:`Forwarded`
     (or :class:`~tornado.iostream.StreamClosedError` when the answer was cut short)."""
     session_id = h.request.headers.get("Mcp-Session-Id", "")
@@ -100,7 +100,7 @@ async def forward(h: MCPHandler, owner: ProcessInfo, self_id: str, body: bytes |
 class _Relay(httputil.HTTPMessageDelegate):
     """One forwarded request: the upstream connection, and its answer passed on."""
 
-    def __init__(self, h: MCPHandler, owner: ProcessInfo, session_id: str) -> None:
+    def __init__(self, h: Exchange, owner: ProcessInfo, session_id: str) -> None:
         self.h = h
         self.owner = owner
         self.session_id = session_id

@@ -35,7 +35,9 @@ from ..protocol.auth_errors import (
 from ..protocol.identity import ANONYMOUS, Principal
 
 if TYPE_CHECKING:
-    from .handler import MCPHandler
+    import tornado.web
+
+    from .exchange import Endpoint, Exchange
 
 log = logging.getLogger("tornado_mcp.auth")
 
@@ -43,7 +45,7 @@ log = logging.getLogger("tornado_mcp.auth")
 _B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
 
 
-async def authenticate(h: MCPHandler) -> Principal:
+async def authenticate(h: Exchange) -> Principal:
     """The principal of ``h``'s request, or :class:`AuthError`."""
     t = h.transport
     oauth = t.oauth
@@ -85,17 +87,17 @@ async def authenticate(h: MCPHandler) -> Principal:
     return found
 
 
-def default_principal(h: MCPHandler) -> object:
-    """What :meth:`MCPHandler.get_principal` answers unless overridden: the transport's
-    ``authenticate`` hook's answer; without a hook, ``None`` on an OAuth resource (a token
-    is required) and the anonymous principal otherwise."""
-    hook = h.transport.authenticate
+def default_principal(handler: tornado.web.RequestHandler, t: Endpoint) -> object:
+    """What :meth:`MCPHandler.get_principal` answers unless overridden: the ``authenticate``
+    hook's answer of ``handler``'s transport ``t``; without a hook, ``None`` on an OAuth
+    resource (a token is required) and the anonymous principal otherwise."""
+    hook = t.authenticate
     if hook is not None:
-        return hook(h)
-    return None if h.transport.oauth is not None else ANONYMOUS
+        return hook(handler)
+    return None if t.oauth is not None else ANONYMOUS
 
 
-def bearer_token(h: MCPHandler, max_bytes: int, scheme: str = "bearer") -> str | None:
+def bearer_token(h: Exchange, max_bytes: int, scheme: str = "bearer") -> str | None:
     """The request's bearer token (or the token of another ``scheme``, such as ``dpop``);
     ``None`` when it offers none."""
     values = h.request.headers.get_list(HEADER_AUTHORIZATION)

@@ -32,7 +32,7 @@ from .router import LOG_TEXT
 from .sse import SSE_HEADERS, SSEChannel, frame
 
 if TYPE_CHECKING:
-    from .core import Transport
+    from .exchange import Endpoint
 
 log = logging.getLogger("tornado_mcp.transport")
 
@@ -53,7 +53,7 @@ class MCPHandler(tornado.web.RequestHandler):
 
     SUPPORTED_METHODS = ("GET", "POST", "DELETE", "PUT", "PATCH", "OPTIONS", "HEAD")
 
-    transport: Transport
+    transport: Endpoint
     #: True in a subclass that overrides :meth:`get_principal` (set by ``__init_subclass__``).
     custom_principal = False
 
@@ -61,7 +61,7 @@ class MCPHandler(tornado.web.RequestHandler):
         super().__init_subclass__(**kwargs)
         cls.custom_principal = cls.get_principal is not MCPHandler.get_principal
 
-    def initialize(self, transport: Transport) -> None:
+    def initialize(self, transport: Endpoint) -> None:
         self.transport = transport
         self._chunks: list[bytes] = []
         self._size = 0
@@ -132,7 +132,7 @@ class MCPHandler(tornado.web.RequestHandler):
         By default it is the transport's ``authenticate=`` hook; without one, the
         anonymous principal (or ``None`` when the endpoint takes OAuth bearer tokens).
         """
-        return default_principal(self)  # type: ignore[return-value]
+        return default_principal(self, self.transport)  # type: ignore[return-value]
 
     def data_received(self, chunk: bytes) -> None:
         if self._finished or self._deferred is not None:

@@ -44,7 +44,7 @@ from .request import around_initialize, dispatch, run_request
 from .resume import resume
 
 if TYPE_CHECKING:
-    from .handler import MCPHandler
+    from .exchange import Exchange
 
 IN_FLIGHT_CONFLICT = "Conflict: Request id is already in flight for this session"
 SINGLE_OBJECT = "Invalid Request: JSON-RPC body must be a single request object"
@@ -60,7 +60,7 @@ def is_initialize(message: Any) -> bool:
 
 
 # -- POST ----------------------------------------------------------------------------------
-async def post(h: MCPHandler, message: Any, header: str | None, body: bytes) -> None:
+async def post(h: Exchange, message: Any, header: str | None, body: bytes) -> None:
     opts = h.transport.options
     if isinstance(message, list):
         await _batch(h, message, body)
@@ -108,7 +108,7 @@ async def post(h: MCPHandler, message: Any, header: str | None, body: bytes) -> 
         raise Reply(400, INVALID_REQUEST, "Invalid Request", safe_id(request_id))
 
 
-async def _batch(h: MCPHandler, batch: list[Any], body: bytes) -> None:
+async def _batch(h: Exchange, batch: list[Any], body: bytes) -> None:
     """2025-03-26 allowed batches; later versions and sessionless calls do not.
 
     One JSON array answers the batch, so its requests never stream."""
@@ -150,7 +150,7 @@ async def _batch(h: MCPHandler, batch: list[Any], body: bytes) -> None:
         h.accepted()
 
 
-async def _initialize(h: MCPHandler, message: dict[str, Any], body: bytes) -> None:
+async def _initialize(h: Exchange, message: dict[str, Any], body: bytes) -> None:
     t = h.transport
     opts = t.options
     request_id = message.get("id")
@@ -179,7 +179,7 @@ async def _initialize(h: MCPHandler, message: dict[str, Any], body: bytes) -> No
         h.send_json(200, error_body(safe_id(request_id), INVALID_REQUEST, "Invalid Request"))
         return
     try:
-        p = load(INITIALIZE_PARAMS, params, "initialize")
+        p = load(INITIALIZE_PARAMS, params, INITIALIZE)
     except MCPError as exc:
         h.send_json(200, error_body(request_id, exc.code, exc.message))
         return
@@ -209,7 +209,7 @@ async def _initialize(h: MCPHandler, message: dict[str, Any], body: bytes) -> No
 
 
 # -- GET and DELETE ------------------------------------------------------------------------
-async def get(h: MCPHandler) -> None:
+async def get(h: Exchange) -> None:
     """Open the session's stream of server-initiated messages (one per session)."""
     opts = h.transport.options
     if _addressed_to_modern(h) or opts.stateless:
@@ -235,7 +235,7 @@ async def get(h: MCPHandler) -> None:
         session.touch()
 
 
-async def delete(h: MCPHandler) -> None:
+async def delete(h: Exchange) -> None:
     """End the session named by ``Mcp-Session-Id``."""
     t = h.transport
     if _addressed_to_modern(h) or t.options.stateless:
@@ -246,7 +246,7 @@ async def delete(h: MCPHandler) -> None:
     h.send_json(200, {"success": True})
 
 
-def _addressed_to_modern(h: MCPHandler) -> bool:
+def _addressed_to_modern(h: Exchange) -> bool:
     """GET and DELETE: is this request addressed to the 2026 era (which has neither)?"""
     if not h.transport.serves_legacy:
         return True
@@ -259,7 +259,7 @@ def _addressed_to_modern(h: MCPHandler) -> bool:
 
 
 # -- sessions and versions -----------------------------------------------------------------
-async def session_from_header(h: MCPHandler, body: bytes | None = None) -> Session:
+async def session_from_header(h: Exchange, body: bytes | None = None) -> Session:
     session_id = h.request.headers.get(HEADER_SESSION_ID)
     if not session_id:
         raise Reply(400, INVALID_REQUEST, "Bad Request: Missing session ID")
@@ -284,7 +284,7 @@ async def session_from_header(h: MCPHandler, body: bytes | None = None) -> Sessi
     return session
 
 
-def check_version(h: MCPHandler) -> str:
+def check_version(h: Exchange) -> str:
     """The request's ``MCP-Protocol-Version`` (2025-03-26 when absent), if served."""
     header = h.request.headers.get(HEADER_PROTOCOL_VERSION)
     version = DEFAULT_LEGACY_VERSION if header is None else header.strip()

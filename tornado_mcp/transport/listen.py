@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 from ..engine.listen import admit, close_stream, listen_cap_reached, open_stream
 
 if TYPE_CHECKING:
-    from .handler import MCPHandler
+    from .exchange import Exchange
 
 
-async def listen(h: MCPHandler, message: dict[str, Any], params: dict[str, Any]) -> None:
+async def listen(h: Exchange, message: dict[str, Any], params: dict[str, Any]) -> None:
     t = h.transport
     admission = admit(t.engine, message, params, h.principal)
     opts = t.options

@@ -35,7 +35,7 @@ from .reply import Kind, Reply, classify, safe_id
 from .request import run_request
 
 if TYPE_CHECKING:
-    from .handler import MCPHandler
+    from .exchange import Exchange
 
 SINGLE_OBJECT = "Invalid Request: JSON-RPC body must be a single request object"
 
@@ -48,7 +48,7 @@ def http_status(response: dict[str, Any]) -> int:
     return 400 if code in MODERN_BAD_REQUEST_CODES else 200
 
 
-async def post(h: MCPHandler, message: Any, header: str | None) -> None:
+async def post(h: Exchange, message: Any, header: str | None) -> None:
     t = h.transport
     if not isinstance(message, dict):
         raise Reply(400, INVALID_REQUEST, SINGLE_OBJECT)
@@ -102,7 +102,7 @@ async def post(h: MCPHandler, message: Any, header: str | None) -> None:
                       status_of=http_status)
 
 
-def _check_routing_headers(h: MCPHandler, method: Any, params: dict[str, Any],
+def _check_routing_headers(h: Exchange, method: Any, params: dict[str, Any],
                            request_id: Any) -> None:
     hdr_method = h.single_header(HEADER_METHOD)
     if not hdr_method:
@@ -129,7 +129,7 @@ def _check_routing_headers(h: MCPHandler, method: Any, params: dict[str, Any],
         _check_param_headers(h, str(body_name), params, request_id)
 
 
-def _check_param_headers(h: MCPHandler, tool_name: str, params: dict[str, Any],
+def _check_param_headers(h: Exchange, tool_name: str, params: dict[str, Any],
                          request_id: Any) -> None:
     """A tool's arguments that it declared as headers must be repeated, and match."""
     tool = h.transport.server.get_tool(tool_name)

@@ -25,11 +25,11 @@ from ..server.outbound import client_result, request_message
 from ..server.session import Session
 from ..server.sync_handlers import call_on_loop, worker_loop
 from .reply import error_body
-from .resume import ResumableStream, retry_ms
+from .resume import retry_ms
 from .sse import frame
 
 if TYPE_CHECKING:
-    from .handler import MCPHandler
+    from .exchange import Exchange, RequestStreamLike, ResumableStreamLike
 
 log = logging.getLogger("tornado_mcp.transport")
 
@@ -44,13 +44,13 @@ class RequestStream:
 
     __slots__ = ("ctx", "handler", "json_only", "notifications", "refused", "resumable")
 
-    def __init__(self, handler: MCPHandler) -> None:
+    def __init__(self, handler: Exchange) -> None:
         self.handler = handler
         self.ctx: Context | None = None
         self.json_only = False
         self.notifications = 0
         #: This request's stream, once it opened as a resumable one.
-        self.resumable: ResumableStream | None = None
+        self.resumable: ResumableStreamLike | None = None
         #: The middleware refusal that answered the last request, if one did.
         self.refused: Refused | None = None
 
@@ -73,7 +73,7 @@ class RequestStream:
         self.handler.drop_channel()
         self.cancel()
 
-    def _resumable(self) -> ResumableStream | None:
+    def _resumable(self) -> ResumableStreamLike | None:
         """This request's resumable stream, opening (and priming) it when the transport
         and the session allow one."""
         if self.resumable is not None:
@@ -167,7 +167,7 @@ class RequestStream:
             session.notify_resources_updated(uri)
 
 
-async def run_request(h: MCPHandler, message: dict[str, Any], session: Session | None,
+async def run_request(h: Exchange, message: dict[str, Any], session: Session | None,
                       json_only: bool, envelope: dict[str, Any] | None = None,
                       status_of: Callable[[dict[str, Any]], int] | None = None) -> None:
     """Dispatch ``message`` and write its response.
@@ -215,7 +215,7 @@ async def run_request(h: MCPHandler, message: dict[str, Any], session: Session |
         h.send_sse(response)
 
 
-async def dispatch(stream: RequestStream, message: dict[str, Any], session: Session | None,
+async def dispatch(stream: RequestStreamLike, message: dict[str, Any], session: Session | None,
                    envelope: dict[str, Any] | None) -> dict[str, Any] | None:
     """The server's JSON-RPC response to ``message``, or ``None`` when it was cancelled:
     the engine's one pipeline, with this HTTP request's caller and facts."""
@@ -225,7 +225,7 @@ async def dispatch(stream: RequestStream, message: dict[str, Any], session: Sess
                                              facts=h.request)
 
 
-async def around_initialize(h: MCPHandler, message: dict[str, Any],
+async def around_initialize(h: Exchange, message: dict[str, Any],
                             answer: dict[str, Any]) -> dict[str, Any] | None:
     """Run the middleware around a legacy ``initialize`` whose response is ``answer``
     (it opens no session before the chain let it through).  Returns the response to

@@ -37,8 +37,7 @@ from .reply import Reply
 from .sse import SSEChannel, frame
 
 if TYPE_CHECKING:
-    from .core import Transport
-    from .handler import MCPHandler
+    from .exchange import Endpoint, Exchange
 
 #: ``<stream key>.<sequence number>``: the key as :func:`secrets.token_urlsafe` makes it.
 log = logging.getLogger("tornado_mcp.transport")
@@ -49,7 +48,7 @@ NOT_RESUMABLE = ("Bad Request: Last-Event-ID names no stream this session can re
                  "(unknown, or its events are no longer kept)")
 
 
-def retry_ms(t: Transport) -> int:
+def retry_ms(t: Endpoint) -> int:
     return max(1, round(t.options.sse_retry_interval * 1000))
 
 
@@ -153,7 +152,7 @@ class ResumableStream:
 class Resumption:
     """A transport's resumable streams: the live ones by (session, key), and the store."""
 
-    def __init__(self, transport: Transport, store: EventStore) -> None:
+    def __init__(self, transport: Endpoint, store: EventStore) -> None:
         opts = transport.options
         self.transport = transport
         self.store = store
@@ -185,7 +184,7 @@ class Resumption:
         self.store.forget(session.id)
 
 
-async def resume(h: MCPHandler, session: Session, last_event_id: str) -> None:
+async def resume(h: Exchange, session: Session, last_event_id: str) -> None:
     """``GET`` with ``Last-Event-ID``: replay the named stream's missed events, then carry
     the rest of it live (or end it, when its request is already answered)."""
     t = h.transport

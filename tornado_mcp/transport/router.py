@@ -23,10 +23,10 @@ from . import headers, legacy, modern
 from .reply import Reply
 
 if TYPE_CHECKING:
-    from .handler import MCPHandler
+    from .exchange import Exchange
 
 
-async def post(h: MCPHandler) -> None:
+async def post(h: Exchange) -> None:
     """Choose the era from the headers (and, for ``initialize``, the body), check what
     both eras require of a POST, parse the body, and hand it to the era."""
     t = h.transport

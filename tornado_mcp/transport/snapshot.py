@@ -10,10 +10,10 @@ from ..introspection import SessionInfo, Snapshot, StreamInfo, TaskTotals, Total
 from ..protocol.identity import Principal
 
 if TYPE_CHECKING:
-    from .core import Transport
+    from .exchange import Endpoint
 
 
-def take_snapshot(t: Transport, sessions: bool, streams: bool, stream_uris: bool) -> Snapshot:
+def take_snapshot(t: Endpoint, sessions: bool, streams: bool, stream_uris: bool) -> Snapshot:
     now_wall, now_mono = time.time(), time.monotonic()
     session_rows = []
     s_bytes = s_values = in_flight = get_streams = 0
