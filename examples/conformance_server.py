@@ -5,8 +5,10 @@
 Serves every fixture of both protocol eras at ``/mcp`` (tools, resources, templates,
 prompts, completion, logging, sampling, elicitation, input-required results, header
 validation, SSE polling: resumable streams are on unless ``--resumable-streams false``),
-plus this project's own ``touch_resource(uri)``, ``echo(text)`` and the
-resources ``test://r/{n}`` used by the benchmarks.  Every transport option is a flag.
+plus this project's own ``touch_resource(uri)``, ``echo(text)``, the
+resources ``test://r/{n}`` used by the benchmarks, and the agent skills of
+``examples/skills/`` (the ``io.modelcontextprotocol/skills`` extension).  Every
+transport option is a flag.
 """
 
 from __future__ import annotations
@@ -61,6 +63,9 @@ JSON_SCHEMA_2020_12 = {
     "else": {"required": ["email"]},
     "additionalProperties": False,
 }
+
+#: The agent skills this server publishes (``skill://<name>/...``).
+SKILLS_DIR = Path(__file__).resolve().parent / "skills"
 
 NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 
@@ -413,6 +418,8 @@ def build_server() -> Server:
         return [o for o in options if o.startswith(value)]
 
     add_task_fixtures(server)
+    # The skills extension (io.modelcontextprotocol/skills): every skill in examples/skills/.
+    server.skills_from(SKILLS_DIR)
     return server
 
 

@@ -84,7 +84,10 @@ async def list_tools(server: Server, params: dict[str, Any], ctx: Context) -> di
 
 
 async def list_resources(server: Server, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-    return page(server, "resources", "resources", server._resources.values(), params)
+    items: Iterable[Any] = server._resources.values()
+    if server._skills is not None:  # skill files (tornado_mcp.server.skills)
+        items = [*items, *server._skills.listed()]
+    return page(server, "resources", "resources", items, params)
 
 
 async def list_templates(server: Server, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
@@ -178,6 +181,8 @@ def input_required(raw: InputRequired, ctx: Context) -> dict[str, Any]:
 
 async def read_resource(server: Server, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
     uri = load(URI_PARAMS, params, "resources/read")["uri"]
+    if server._skills is not None and server._skills.serves(uri):
+        return await server._skills.read(uri)
     res = server._resources.get(uri)
     try:
         if res is not None:
@@ -215,9 +220,16 @@ async def read_resource(server: Server, params: dict[str, Any], ctx: Context) ->
 
 
 async def subscribe_op(server: Server, params: dict[str, Any], ctx: Context,
-                        handler: HandlerSpec | None) -> dict[str, Any]:
+                        handler: HandlerSpec | None, subscribing: bool) -> dict[str, Any]:
     if not isinstance(params.get("uri"), str):
         raise MCPError(INVALID_PARAMS, "Invalid params", "Missing or invalid uri")
+    skills = server._skills
+    if skills is not None and skills.serves(params["uri"]):  # the catalog's own
+        if subscribing:
+            skills.notices.subscribe(ctx, params["uri"])
+        else:
+            skills.notices.unsubscribe(ctx, params["uri"])
+        return {}
     returned = await handler.call(ctx, {"uri": params["uri"]}) if handler else None
     if isinstance(returned, dict) and isinstance(returned.get("_meta"), dict):
         return {"_meta": returned["_meta"]}
@@ -225,11 +237,11 @@ async def subscribe_op(server: Server, params: dict[str, Any], ctx: Context,
 
 
 async def subscribe_m(server: Server, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-    return await subscribe_op(server, params, ctx, server._subscribe)
+    return await subscribe_op(server, params, ctx, server._subscribe, True)
 
 
 async def unsubscribe_m(server: Server, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-    return await subscribe_op(server, params, ctx, server._unsubscribe)
+    return await subscribe_op(server, params, ctx, server._unsubscribe, False)
 
 
 async def get_prompt(server: Server, params: dict[str, Any], ctx: Context) -> dict[str, Any]:

@@ -17,7 +17,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..protocol import PROMPTS_GET, RESOURCES_READ, TOOLS_CALL
@@ -32,6 +33,7 @@ from .primitives import (
     Tool,
 )
 from .scopes import ScopeRules
+from .skills import Producer, Skill, SkillCatalog
 
 F = TypeVar("F", bound=Callable[..., Any])
 #: Hooks running in the background, held until they finish.
@@ -225,6 +227,32 @@ class Registry:
         """Register the ``resources/unsubscribe`` handler: ``fn(uri[, ctx])``."""
         self._unsubscribe = HandlerSpec.of(fn)
         return fn
+
+    # -- skills (io.modelcontextprotocol/skills; see tornado_mcp.server.skills) -------------
+    _skills: SkillCatalog | None = None
+
+    @property
+    def skills(self) -> SkillCatalog:
+        """The skills this server serves (made on first use; its bounds are settable)."""
+        if self._skills is None:
+            self._skills = SkillCatalog(self)  # type: ignore[arg-type]
+        return self._skills
+
+    def skill(self, directory: str | Path, prefix: str | None = None) -> Skill:
+        """Serve the skill in ``directory`` (holding ``SKILL.md``) at
+        ``skill://[<prefix>/]<name>/``; see :meth:`SkillCatalog.add_directory`."""
+        return self.skills.add_directory(directory, prefix)
+
+    def skills_from(self, directory: str | Path, prefix: str | None = None) -> list[Skill]:
+        """Serve every skill directory below ``directory``; see
+        :meth:`SkillCatalog.add_tree`."""
+        return self.skills.add_tree(directory, prefix)
+
+    def add_skill(self, name: str, skill_md: str,
+                  files: Mapping[str, str | bytes | Producer] | None = None,
+                  prefix: str | None = None) -> Skill:
+        """Serve a skill made in code; see :meth:`SkillCatalog.add`."""
+        return self.skills.add(name, skill_md, files, prefix)
 
     # -- extensions and the client's notifications ------------------------------------------
     _extensions: dict[str, dict[str, Any]] | None = None

@@ -139,9 +139,9 @@ class Server(Registry):
         caps: dict[str, Any] = {"logging": {}}
         if self._tools:
             caps["tools"] = {"listChanged": True}
-        if self._resources or self._templates or self._subscribe:
+        if self._resources or self._templates or self._subscribe or self._skills:
             caps["resources"] = {"listChanged": True}
-            if self._subscribe is not None:
+            if self._subscribe is not None or self._skills:
                 caps["resources"]["subscribe"] = True
         if self._prompts:
             caps["prompts"] = {"listChanged": True}
