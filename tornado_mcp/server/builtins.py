@@ -80,14 +80,19 @@ def page(server: Server, key: str, kind: str, items: Iterable[Any],
 
 
 async def list_tools(server: Server, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-    return page(server, "tools", "tools", server._tools.values(), params)
+    kind, tools = "tools", list[Any](server._tools.values())
+    if server._apps is not None:  # MCP Apps: UI metadata only for clients that show it
+        kind, tools = server._apps.tools_for(ctx, tools)
+    return page(server, "tools", kind, tools, params)
 
 
 async def list_resources(server: Server, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-    items: Iterable[Any] = server._resources.values()
+    kind, items = "resources", list[Any](server._resources.values())
+    if server._apps is not None:  # MCP Apps: views only for clients that show them
+        kind, items = server._apps.resources_for(ctx, items)
     if server._skills is not None:  # skill files (tornado_mcp.server.skills)
         items = [*items, *server._skills.listed()]
-    return page(server, "resources", "resources", items, params)
+    return page(server, "resources", kind, items, params)
 
 
 async def list_templates(server: Server, params: dict[str, Any], ctx: Context) -> dict[str, Any]:

@@ -17,12 +17,12 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..protocol import PROMPTS_GET, RESOURCES_READ, TOOLS_CALL
 from .builtins import BUILTIN
+from .extension_registry import ExtensionRegistry
 from .primitives import (
     Handler,
     HandlerSpec,
@@ -33,7 +33,6 @@ from .primitives import (
     Tool,
 )
 from .scopes import ScopeRules
-from .skills import Producer, Skill, SkillCatalog
 
 F = TypeVar("F", bound=Callable[..., Any])
 #: Hooks running in the background, held until they finish.
@@ -44,9 +43,10 @@ if TYPE_CHECKING:
     from .session import Session
 
 
-class Registry:
+class Registry(ExtensionRegistry):
     """What a server offers; :class:`~tornado_mcp.server.server.Server` adds identity, dispatch
-    and notifications."""
+    and notifications.  The skills and MCP Apps registrations are
+    :class:`~tornado_mcp.server.extension_registry.ExtensionRegistry`'s."""
 
     def __init__(self) -> None:
         self._tools: dict[str, Tool] = {}
@@ -68,14 +68,15 @@ class Registry:
              icons: list[dict[str, Any]] | None = None,
              meta: dict[str, Any] | None = None,
              structured_output: bool | None = None,
-             scopes: Iterable[str] | None = None) -> Callable[[F], F]:
+             scopes: Iterable[str] | None = None,
+             ui: str | dict[str, Any] | None = None) -> Callable[[F], F]:
         """Register a tool; see :meth:`add_tool`.  ``scopes``: what a caller needs to call
         it (see :mod:`tornado_mcp.server.scopes`)."""
         def register(fn: F) -> F:
             self.add_tool(fn, name, title=title, description=description,
                           input_schema=input_schema, output_schema=output_schema,
                           annotations=annotations, icons=icons, meta=meta,
-                          structured_output=structured_output)
+                          structured_output=structured_output, ui=ui)
             if scopes:
                 self.scope_rules.require(TOOLS_CALL, name or fn.__name__, scopes)
             return fn
@@ -87,7 +88,8 @@ class Registry:
                  annotations: dict[str, Any] | None = None,
                  icons: list[dict[str, Any]] | None = None,
                  meta: dict[str, Any] | None = None,
-                 structured_output: bool | None = None) -> Tool:
+                 structured_output: bool | None = None,
+                 ui: str | dict[str, Any] | None = None) -> Tool:
         """Register ``fn`` as a tool.
 
         Without ``input_schema``, the parameters' annotations become the schema (see
@@ -95,8 +97,12 @@ class Registry:
         ``output_schema``, a typed return annotation becomes one (``structured_output``
         forces or prevents that).  Either schema is checked here: an invalid or dangling
         one raises :class:`~tornado_mcp.schema.validate.InvalidSchema`, an annotation with no
-        JSON Schema :class:`TypeError`.
+        JSON Schema :class:`TypeError`.  ``ui``: the tool's view (MCP Apps; see
+        :mod:`tornado_mcp.server.apps`), a URI registered with :meth:`app` or a ``_meta.ui``
+        dict; an unregistered one raises :class:`~tornado_mcp.server.apps.AppError`.
         """
+        if ui is not None:
+            meta = self.apps.tool_meta(ui, meta)
         tool = Tool(name=name or fn.__name__, handler=HandlerSpec.of(fn),
                     input_schema=input_schema,
                     title=title, description=description or _doc(fn),
@@ -228,32 +234,6 @@ class Registry:
         self._unsubscribe = HandlerSpec.of(fn)
         return fn
 
-    # -- skills (io.modelcontextprotocol/skills; see tornado_mcp.server.skills) -------------
-    _skills: SkillCatalog | None = None
-
-    @property
-    def skills(self) -> SkillCatalog:
-        """The skills this server serves (made on first use; its bounds are settable)."""
-        if self._skills is None:
-            self._skills = SkillCatalog(self)  # type: ignore[arg-type]
-        return self._skills
-
-    def skill(self, directory: str | Path, prefix: str | None = None) -> Skill:
-        """Serve the skill in ``directory`` (holding ``SKILL.md``) at
-        ``skill://[<prefix>/]<name>/``; see :meth:`SkillCatalog.add_directory`."""
-        return self.skills.add_directory(directory, prefix)
-
-    def skills_from(self, directory: str | Path, prefix: str | None = None) -> list[Skill]:
-        """Serve every skill directory below ``directory``; see
-        :meth:`SkillCatalog.add_tree`."""
-        return self.skills.add_tree(directory, prefix)
-
-    def add_skill(self, name: str, skill_md: str,
-                  files: Mapping[str, str | bytes | Producer] | None = None,
-                  prefix: str | None = None) -> Skill:
-        """Serve a skill made in code; see :meth:`SkillCatalog.add`."""
-        return self.skills.add(name, skill_md, files, prefix)
-
     # -- extensions and the client's notifications ------------------------------------------
     _extensions: dict[str, dict[str, Any]] | None = None
     _roots_hook: Callable[[Session], Any] | None = None
@@ -306,6 +286,7 @@ class Registry:
 
     def _changed(self, kind: str) -> None:
         self._cache.pop(kind, None)
+        self._cache.pop(f"{kind}:plain", None)  # the list as clients without MCP Apps see it
         self._cache.pop("capabilities", None)
 
 
