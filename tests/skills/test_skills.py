@@ -296,11 +296,26 @@ def test_directory_name_must_equal_the_frontmatter_name(tmp_path: Path) -> None:
     ("---\nname: bad\n---\n", "description"),
     ("---\nname: bad\ndescription: [unclosed\n---\n", "not valid YAML"),
     ("---\nname: bad\ndescription: d\nwhen: !!binary aGk=\n---\n", "no JSON form"),
+    ("---\nname: bad\ndescription: d\ndescription: e\n---\n", "duplicate key"),
+    ("---\nname: bad\ndescription: " + "d" * 1025 + "\n---\n", "at most 1024"),
 ])
 def test_bad_frontmatter_is_refused(text: str, message: str) -> None:
     server = Server("s")
     with pytest.raises(SkillError, match=message):
         server.add_skill("bad", text)
+    assert_nothing_served(server)
+
+
+def test_a_description_of_1024_characters_is_served() -> None:
+    server = Server("s")
+    skill = server.add_skill("long", skill_md("long", "d" * 1024))
+    assert len(skill.frontmatter["description"]) == 1024
+
+
+def test_a_generated_skill_md_comes_only_from_its_argument() -> None:
+    server = Server("s")
+    with pytest.raises(SkillError, match="is the skill_md argument"):
+        server.add_skill("twice", skill_md("twice"), {"SKILL.md": skill_md("other")})
     assert_nothing_served(server)
 
 

@@ -4,8 +4,8 @@ Nothing here knows about MCP methods: :mod:`tornado_mcp.server.skills` builds th
 ``io.modelcontextprotocol/skills`` extension on it.  What holds here:
 
 * the frontmatter is the leading ``---`` block of ``SKILL.md``, read as YAML 1.2 core
-  (``yes`` stays a string, ``2026-01-01`` stays a string), and must be a mapping of JSON
-  values with a non-empty ``name`` and ``description``;
+  (``yes`` stays a string, ``2026-01-01`` stays a string, a key appears once), and must be
+  a mapping of JSON values with a non-empty ``name`` and ``description``;
 * a skill's name follows the Agent Skills rules (1-64 characters of lowercase letters,
   digits and hyphens, no leading, trailing or doubled hyphen), and a skill on disk lives
   in a directory of that name;
@@ -116,6 +116,17 @@ for _tag, _pattern, _first in (
 
 
 class _CoreConstructor(yaml.constructor.SafeConstructor):  # type: ignore[misc]
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, str) and key in seen:  # YAML 1.2: keys are unique
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}", key_node.start_mark)
+            if isinstance(key, str):
+                seen.add(key)
+        return super().construct_mapping(node, deep)
+
     def construct_core_bool(self, node: Any) -> bool:
         return str(self.construct_scalar(node)).lower() == "true"
 

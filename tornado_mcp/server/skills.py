@@ -228,6 +228,8 @@ class SkillCatalog:
         front = parse_frontmatter(skill_md, where)
         if front["name"] != name:
             raise SkillError(f"{where}: its frontmatter names it {front['name']!r}")
+        if SKILL_MD in (files or {}):
+            raise SkillError(f"{where}: {SKILL_MD} is the skill_md argument, not a file")
         entries: list[SkillFile] = []
         total = 0
         for rel, content in {SKILL_MD: skill_md, **dict(files or {})}.items():
