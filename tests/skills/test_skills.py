@@ -4,6 +4,7 @@ skill's directory, and updates on change to listen streams and legacy subscriber
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -482,3 +483,34 @@ async def test_legacy_session_reads_skills_too() -> None:
         reply = await srv.post(rpc("resources/read", {"uri": "skill://release-notes/SKILL.md"},
                                    3), session=sid)
         assert result_of(reply)["contents"][0]["text"].startswith("---\nname: release-notes")
+
+
+async def test_watch_finds_a_change_on_disk(tmp_path: Path) -> None:
+    skill_dir = make_skill(tmp_path, "watched", {"a.md": "one"})
+    server = Server("s")
+    server.skill(skill_dir)
+    async with running(server) as srv:
+        listen = await acked(srv, {"resourceSubscriptions": ["skill://watched/a.md"]})
+        watcher = asyncio.create_task(server.skills.watch(0.05))
+        try:
+            (skill_dir / "a.md").write_text("two")
+            await listen.wait_messages(2)
+            assert listen.messages[1]["method"] == UPDATED
+            assert listen.messages[1]["params"]["uri"] == "skill://watched/a.md"
+        finally:
+            watcher.cancel()
+            listen.close()
+
+
+async def test_a_file_grown_past_the_byte_bound_is_refused_at_read(tmp_path: Path) -> None:
+    skill_dir = make_skill(tmp_path, "grown", {"a.md": "1234"})
+    server = Server("s")
+    server.skills.max_bytes = len(skill_md("grown").encode()) + 4  # exactly what it holds
+    server.skill(skill_dir)
+    async with running(server) as srv:
+        at = await call(srv, "resources/read", {"uri": "skill://grown/a.md"})
+        assert at["contents"][0]["text"] == "1234"
+        (skill_dir / "a.md").write_text("12345")
+        err = await error(srv, "resources/read", {"uri": "skill://grown/a.md"})
+        assert err["code"] == INVALID_PARAMS and "12345" not in json.dumps(err)
+        assert (await call(srv, "skills/list", {}))["skills"] == []  # withdrawn

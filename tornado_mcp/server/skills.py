@@ -15,7 +15,8 @@ with the first skill.
 
 Bounds: at most ``max_skills`` skills (:data:`MAX_SKILLS`), each of at most ``max_files``
 files (:data:`MAX_SKILL_FILES`, 512) and ``max_bytes`` bytes (:data:`MAX_SKILL_BYTES`,
-16 MiB); a generated file's read is held to the skill's byte bound too; a legacy session
+16 MiB); a generated file's read is held to the skill's byte bound too, and a file on
+disk to what that bound leaves it beside the skill's other files; a legacy session
 subscribes to at most :data:`MAX_SKILL_SUBSCRIPTIONS` skill URIs.  Paths stay inside the
 skill directory (see :mod:`tornado_mcp.server.skill_files`).
 
@@ -398,7 +399,9 @@ class SkillCatalog:
                                  f"{self.max_bytes}")
             return data
         assert skill.root is not None
-        root, rel, limit = skill.root, f.rel, self.max_bytes
+        # What the skill's byte bound leaves this file, the other files as the manifest says.
+        others = sum(o.size or 0 for o in skill.files if o.uri != f.uri)
+        root, rel, limit = skill.root, f.rel, self.max_bytes - others
         result = await _awaited(call_handler(lambda: read_confined(root, rel, limit), {}))
         return bytes(result)
 
