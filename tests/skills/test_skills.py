@@ -247,6 +247,17 @@ def test_symlink_out_of_the_skill_is_refused(tmp_path: Path) -> None:
     assert_nothing_served(server)
 
 
+def test_a_linked_skill_directory_outside_the_tree_is_refused(tmp_path: Path) -> None:
+    make_skill(tmp_path / "elsewhere", "stray")
+    (tmp_path / "tree").mkdir()
+    make_skill(tmp_path / "tree", "fine")
+    os.symlink(tmp_path / "elsewhere" / "stray", tmp_path / "tree" / "stray")
+    server = Server("s")
+    with pytest.raises(SkillError, match="symbolic link to a directory"):
+        server.skills_from(tmp_path / "tree")
+    assert_nothing_served(server)
+
+
 def test_symlinked_directory_is_refused(tmp_path: Path) -> None:
     skill_dir = make_skill(tmp_path, "loopy", {"docs/a.md": "a"})
     os.symlink(skill_dir / "docs", skill_dir / "more")
@@ -514,3 +525,24 @@ async def test_a_file_grown_past_the_byte_bound_is_refused_at_read(tmp_path: Pat
         err = await error(srv, "resources/read", {"uri": "skill://grown/a.md"})
         assert err["code"] == INVALID_PARAMS and "12345" not in json.dumps(err)
         assert (await call(srv, "skills/list", {}))["skills"] == []  # withdrawn
+
+
+async def test_a_nested_skill_is_its_own_entry_and_part_of_the_outer_manifest(
+        tmp_path: Path) -> None:
+    outer = make_skill(tmp_path / "tree", "outer", {"notes.md": "n"})
+    make_skill(outer, "inner", {"steps.md": "s"})
+    server = Server("s")
+    skills = server.skills_from(tmp_path / "tree", prefix="acme")
+    assert [s.uri for s in skills] == ["skill://acme/outer/SKILL.md",
+                                       "skill://acme/outer/inner/SKILL.md"]
+    async with running(server) as srv:
+        entries = {e["uri"]: e for e in (await call(srv, "skills/list", {}))["skills"]}
+        outer_files = [r["uri"] for r in entries["skill://acme/outer/SKILL.md"]["resources"]]
+        assert outer_files == ["skill://acme/outer/SKILL.md", "skill://acme/outer/inner/SKILL.md",
+                               "skill://acme/outer/inner/steps.md", "skill://acme/outer/notes.md"]
+        inner = entries["skill://acme/outer/inner/SKILL.md"]
+        assert inner["frontmatter"]["name"] == "inner"
+        assert [r["uri"] for r in inner["resources"]] == ["skill://acme/outer/inner/SKILL.md",
+                                                          "skill://acme/outer/inner/steps.md"]
+        listed = {r["uri"]: r for r in (await call(srv, "resources/list", {}))["resources"]}
+        assert listed["skill://acme/outer/inner/SKILL.md"]["name"] == "inner"

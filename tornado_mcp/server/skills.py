@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -200,12 +201,17 @@ class SkillCatalog:
         if not top.is_dir():
             raise SkillError(f"{directory}: not a directory")
         found: list[Skill] = []
-        for marker in sorted(top.rglob(SKILL_MD)):
-            rel_parts = marker.parent.relative_to(top).parts
-            if not rel_parts or any(p.startswith(".") for p in rel_parts):
+        for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            for dirname in dirnames:
+                if os.path.islink(os.path.join(dirpath, dirname)):
+                    raise SkillError(f"{os.path.join(dirpath, dirname)}: a symbolic link to a "
+                                     "directory is not served as a skill")
+            rel_parts = Path(dirpath).relative_to(top).parts
+            if SKILL_MD not in filenames or not rel_parts:
                 continue
             outer = "/".join(p for p in (prefix or "", *rel_parts[:-1]) if p) or None
-            found.append(self._load_directory(marker.parent.resolve(), outer))
+            found.append(self._load_directory(Path(dirpath), outer))
         with self._lock:
             if len(self._skills) + len(found) > self.max_skills:
                 raise SkillError(f"{directory}: {len(found)} more skills would pass the "
