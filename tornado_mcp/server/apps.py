@@ -176,17 +176,18 @@ class AppViews:
         types = settings.get("mimeTypes") if isinstance(settings, dict) else None
         return isinstance(types, list) and APP_MIME_TYPE in types
 
-    def tools_for(self, ctx: Context, tools: Iterable[Tool]) -> tuple[str, list[Any]]:
-        """The cache kind and the tools ``tools/list`` shows this client."""
+    def tools_for(self, ctx: Context, tools: Iterable[Tool]) -> tuple[str, Iterable[Any]]:
+        """The cache kind and the tools ``tools/list`` shows this client (read only when
+        that kind's list is not cached)."""
         if not self.views or self.client_has_ui(ctx):
-            return "tools", list(tools)
-        return "tools:plain", [_Plain(t) for t in tools if _model_visible(t)]
+            return "tools", tools
+        return "tools:plain", (_Plain(t) for t in tools if _model_visible(t))
 
-    def resources_for(self, ctx: Context, items: Iterable[Any]) -> tuple[str, list[Any]]:
+    def resources_for(self, ctx: Context, items: Iterable[Any]) -> tuple[str, Iterable[Any]]:
         if not self.views or self.client_has_ui(ctx):
-            return "resources", list(items)
-        return "resources:plain", [r for r in items if getattr(r, "uri", None)
-                                   not in self.views]
+            return "resources", items
+        return "resources:plain", (r for r in items if getattr(r, "uri", None)
+                                   not in self.views)
 
 
 def _model_visible(tool: Tool) -> bool:

@@ -9,6 +9,7 @@ handler serves both eras' ways of asking the client for input.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -80,18 +81,20 @@ def page(server: Server, key: str, kind: str, items: Iterable[Any],
 
 
 async def list_tools(server: Server, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-    kind, tools = "tools", list[Any](server._tools.values())
+    kind: str = "tools"
+    tools: Iterable[Any] = server._tools.values()
     if server._apps is not None:  # MCP Apps: UI metadata only for clients that show it
         kind, tools = server._apps.tools_for(ctx, tools)
     return page(server, "tools", kind, tools, params)
 
 
 async def list_resources(server: Server, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-    kind, items = "resources", list[Any](server._resources.values())
+    kind: str = "resources"
+    items: Iterable[Any] = server._resources.values()
     if server._apps is not None:  # MCP Apps: views only for clients that show them
         kind, items = server._apps.resources_for(ctx, items)
     if server._skills is not None:  # skill files (tornado_mcp.server.skills)
-        items = [*items, *server._skills.listed()]
+        items = itertools.chain(items, server._skills.listed())
     return page(server, "resources", kind, items, params)
 
 
