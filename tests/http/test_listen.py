@@ -540,7 +540,9 @@ async def test_serve_subscriptions_listen_false() -> None:
         assert len(srv.transport.hub) == 0
         expected = {"tools": {}, "resources": {}, "prompts": {}, "logging": {},
                     "completions": {},
-                    "extensions": {"io.modelcontextprotocol/tasks": {}}}
+                    "extensions": {"io.modelcontextprotocol/tasks": {},
+                                   "io.modelcontextprotocol/skills": {"directoryRead": True},
+                                   "io.modelcontextprotocol/ui": {}}}
         modern = await srv.modern("server/discover")
         assert modern.json["result"]["capabilities"] == expected
         legacy = await srv.post({"jsonrpc": "2.0", "id": 1, "method": "server/discover"})

@@ -10,9 +10,10 @@ server through :class:`Host`: its identity and its registry's public read API.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..protocol import (
     COMPLETION_COMPLETE,
@@ -53,6 +54,10 @@ from .results import contents_result, prompt_result, text
 from .scopes import unknown_reference
 from .subscriptions import SubscriptionTracker
 
+if TYPE_CHECKING:
+    from .apps import AppViews
+    from .skills import SkillCatalog
+
 log = logging.getLogger("tornado_mcp.server")
 
 MAX_COMPLETION_VALUES = 100
@@ -77,7 +82,16 @@ class Host(Protocol):
     def discover_result(self, served: Iterable[str], listen_served: bool
                         ) -> dict[str, Any]: ...
 
-    def listing(self, kind: str) -> list[dict[str, Any]]: ...
+    def listing(self, kind: str, items: Iterable[Any] | None = None
+                ) -> list[dict[str, Any]]: ...
+
+    def primitives(self, kind: str) -> Iterable[Any]: ...
+
+    @property
+    def app_views(self) -> AppViews | None: ...
+
+    @property
+    def skill_catalog(self) -> SkillCatalog | None: ...
 
     def get_tool(self, name: str) -> Tool | None: ...
 
@@ -123,9 +137,11 @@ async def discover(server: Host, params: dict[str, Any], ctx: Context) -> dict[s
     return result
 
 
-def page(server: Host, key: str, kind: str, params: dict[str, Any]) -> dict[str, Any]:
+def page(server: Host, key: str, kind: str, params: dict[str, Any],
+         items: Iterable[Any] | None = None) -> dict[str, Any]:
     p = load(CURSOR_PARAMS, params, "params")
-    page, next_cursor = paginate(server.listing(kind), p.get("cursor"), server.page_size)
+    page, next_cursor = paginate(server.listing(kind, items), p.get("cursor"),
+                                 server.page_size)
     result: dict[str, Any] = {key: list(page)}
     if next_cursor is not None:
         result["nextCursor"] = next_cursor
@@ -133,11 +149,24 @@ def page(server: Host, key: str, kind: str, params: dict[str, Any]) -> dict[str,
 
 
 async def list_tools(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-    return page(server, "tools", "tools", params)
+    apps = server.app_views
+    if apps is None:
+        return page(server, "tools", "tools", params)
+    kind, tools = apps.tools_for(ctx, server.primitives("tools"))  # UI metadata: who shows it
+    return page(server, "tools", kind, params, tools)
 
 
 async def list_resources(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-    return page(server, "resources", "resources", params)
+    apps, skills = server.app_views, server.skill_catalog
+    if apps is None and skills is None:
+        return page(server, "resources", "resources", params)
+    kind: str = "resources"
+    items: Iterable[Any] = server.primitives("resources")
+    if apps is not None:  # MCP Apps: views only for clients that show them
+        kind, items = apps.resources_for(ctx, items)
+    if skills is not None:  # skill files (tornado_mcp.server.skills)
+        items = itertools.chain(items, skills.listed())
+    return page(server, "resources", kind, params, items)
 
 
 async def list_templates(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
@@ -232,6 +261,9 @@ def input_required(raw: InputRequired, ctx: Context) -> dict[str, Any]:
 
 async def read_resource(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
     uri = load(URI_PARAMS, params, RESOURCES_READ)["uri"]
+    skills = server.skill_catalog
+    if skills is not None and skills.serves(uri):
+        return await skills.read(uri)
     res = server.get_resource(uri)
     try:
         if res is not None:
@@ -267,9 +299,16 @@ async def read_resource(server: Host, params: dict[str, Any], ctx: Context) -> d
 
 
 async def subscribe_op(server: Host, params: dict[str, Any], ctx: Context,
-                        handler: HandlerSpec | None) -> dict[str, Any]:
+                        handler: HandlerSpec | None, subscribing: bool) -> dict[str, Any]:
     if not isinstance(params.get("uri"), str):
         raise MCPError(INVALID_PARAMS, "Invalid params", "Missing or invalid uri")
+    skills = server.skill_catalog
+    if skills is not None and skills.serves(params["uri"]):  # the catalog's own
+        if subscribing:
+            skills.notices.subscribe(ctx, params["uri"])
+        else:
+            skills.notices.unsubscribe(ctx, params["uri"])
+        return {}
     returned = await handler.call(ctx, {"uri": params["uri"]}) if handler else None
     if isinstance(returned, dict) and isinstance(returned.get("_meta"), dict):
         return {"_meta": returned["_meta"]}
@@ -278,18 +317,28 @@ async def subscribe_op(server: Host, params: dict[str, Any], ctx: Context,
 
 async def subscribe_m(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
     _refuse_without_session(ctx)
-    tracker = server.subscriptions
-    if tracker is not None and ctx.session is not None and isinstance(params.get("uri"), str):
+    tracker = _tracker_for(server, params, ctx)
+    if tracker is not None and ctx.session is not None:
         tracker.subscribe(ctx.session, params["uri"])  # bounded: -32602 over it
-    return await subscribe_op(server, params, ctx, server.subscribe_handler)
+    return await subscribe_op(server, params, ctx, server.subscribe_handler, True)
 
 
 async def unsubscribe_m(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
     _refuse_without_session(ctx)
-    tracker = server.subscriptions
-    if tracker is not None and ctx.session is not None and isinstance(params.get("uri"), str):
+    tracker = _tracker_for(server, params, ctx)
+    if tracker is not None and ctx.session is not None:
         tracker.unsubscribe(ctx.session, params["uri"])
-    return await subscribe_op(server, params, ctx, server.unsubscribe_handler)
+    return await subscribe_op(server, params, ctx, server.unsubscribe_handler, False)
+
+
+def _tracker_for(server: Host, params: dict[str, Any], ctx: Context) -> SubscriptionTracker | None:
+    """The tracker that records this subscription: the server's, unless the URI is a skill
+    file (the skills catalog keeps its own subscribers and notifies them)."""
+    uri = params.get("uri")
+    if server.subscriptions is None or not isinstance(uri, str):
+        return None
+    skills = server.skill_catalog
+    return None if skills is not None and skills.serves(uri) else server.subscriptions
 
 
 def _refuse_without_session(ctx: Context) -> None:

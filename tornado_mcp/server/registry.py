@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..protocol import PROMPTS_GET, RESOURCES_READ, SERVER_METHODS, TOOLS_CALL
 from .contract import Handler, HandlerSpec
+from .extension_registry import ExtensionRegistry
 from .primitives import Prompt, PromptArgument, Resource, ResourceTemplate, Tool
 from .scopes import ScopeRules
 
@@ -34,9 +35,10 @@ if TYPE_CHECKING:
     from .session import Session
 
 
-class Registry:
+class Registry(ExtensionRegistry):
     """What a server offers; :class:`~tornado_mcp.server.server.Server` adds identity, dispatch
-    and notifications."""
+    and notifications.  The skills and MCP Apps registrations are
+    :class:`~tornado_mcp.server.extension_registry.ExtensionRegistry`'s."""
 
     def __init__(self) -> None:
         self._tools: dict[str, Tool] = {}
@@ -58,14 +60,15 @@ class Registry:
              icons: list[dict[str, Any]] | None = None,
              meta: dict[str, Any] | None = None,
              structured_output: bool | None = None,
-             scopes: Iterable[str] | None = None) -> Callable[[F], F]:
+             scopes: Iterable[str] | None = None,
+             ui: str | dict[str, Any] | None = None) -> Callable[[F], F]:
         """Register a tool; see :meth:`add_tool`.  ``scopes``: what a caller needs to call
         it (see :mod:`tornado_mcp.server.scopes`)."""
         def register(fn: F) -> F:
             self.add_tool(fn, name, title=title, description=description,
                           input_schema=input_schema, output_schema=output_schema,
                           annotations=annotations, icons=icons, meta=meta,
-                          structured_output=structured_output)
+                          structured_output=structured_output, ui=ui)
             if scopes:
                 self.scope_rules.require(TOOLS_CALL, name or fn.__name__, scopes)
             return fn
@@ -77,7 +80,8 @@ class Registry:
                  annotations: dict[str, Any] | None = None,
                  icons: list[dict[str, Any]] | None = None,
                  meta: dict[str, Any] | None = None,
-                 structured_output: bool | None = None) -> Tool:
+                 structured_output: bool | None = None,
+                 ui: str | dict[str, Any] | None = None) -> Tool:
         """Register ``fn`` as a tool.
 
         Without ``input_schema``, the parameters' annotations become the schema (see
@@ -85,8 +89,12 @@ class Registry:
         ``output_schema``, a typed return annotation becomes one (``structured_output``
         forces or prevents that).  Either schema is checked here: an invalid or dangling
         one raises :class:`~tornado_mcp.schema.validate.InvalidSchema`, an annotation with no
-        JSON Schema :class:`TypeError`.
+        JSON Schema :class:`TypeError`.  ``ui``: the tool's view (MCP Apps; see
+        :mod:`tornado_mcp.server.apps`), a URI registered with :meth:`app` or a ``_meta.ui``
+        dict; an unregistered one raises :class:`~tornado_mcp.server.apps.AppError`.
         """
+        if ui is not None:
+            meta = self.apps.tool_meta(ui, meta)
         tool = Tool(name=name or fn.__name__, handler=HandlerSpec.of(fn),
                     input_schema=input_schema,
                     title=title, description=description or _doc(fn),
@@ -222,6 +230,14 @@ class Registry:
     _extensions: dict[str, dict[str, Any]] | None = None
     _roots_hook: Callable[[Session], Any] | None = None
 
+    def declares_extension(self, name: str) -> bool:
+        """Whether the capabilities advertise extension ``name``."""
+        return name in (self._extensions or {})
+
+    def listing_changed(self, kind: str) -> None:
+        """What a list of ``kind`` shows changed (an extension's items): drop its cache."""
+        self._changed(kind)
+
     def declare_extension(self, name: str, settings: dict[str, Any] | None = None) -> None:
         """Advertise extension ``name`` (e.g. ``io.modelcontextprotocol/tasks``) in the
         capabilities, as ``capabilities.extensions[name] = settings``."""
@@ -287,17 +303,25 @@ class Registry:
                 return tpl, variables
         return None
 
-    def listing(self, kind: str) -> list[dict[str, Any]]:
+    def listing(self, kind: str, items: Iterable[Any] | None = None) -> list[dict[str, Any]]:
         """What ``tools/list`` (``kind`` "tools"), ``resources/list`` ("resources"),
         ``resources/templates/list`` ("templates") or ``prompts/list`` ("prompts") show, in
-        order of registration; kept until the next change of that kind."""
+        order of registration; kept until the next change of that kind.  ``items``: what
+        to describe instead, for a variant of a kind cached under its own name (the list
+        one kind of client sees)."""
         cached: list[dict[str, Any]] | None = self._cache.get(kind)
         if cached is None:
-            kinds: dict[str, dict[str, Any]] = {
-                "tools": self._tools, "resources": self._resources,
-                "templates": self._templates, "prompts": self._prompts}
-            cached = self._cache[kind] = [i.describe() for i in kinds[kind].values()]
+            source = self.primitives(kind) if items is None else items
+            cached = self._cache[kind] = [i.describe() for i in source]
         return cached
+
+    def primitives(self, kind: str) -> Iterable[Any]:
+        """The registered tools, resources, templates or prompts (``kind`` as for
+        :meth:`listing`), in order of registration."""
+        kinds: dict[str, dict[str, Any]] = {
+            "tools": self._tools, "resources": self._resources,
+            "templates": self._templates, "prompts": self._prompts}
+        return kinds[kind].values()
 
     @property
     def completion_handler(self) -> HandlerSpec | None:
@@ -316,6 +340,7 @@ class Registry:
 
     def _changed(self, kind: str) -> None:
         self._cache.pop(kind, None)
+        self._cache.pop(f"{kind}:plain", None)  # the list as clients without MCP Apps see it
         self._cache.pop("capabilities", None)
 
 

@@ -165,7 +165,7 @@ class Server(Registry):
         caps: dict[str, Any] = {"logging": {}}
         if self._tools:
             caps["tools"] = {"listChanged": True}
-        tracking = self.subscriptions is not None
+        tracking = self.subscriptions is not None or self._skills is not None
         if self._resources or self._templates or self._subscribe or tracking:
             caps["resources"] = {"listChanged": True}
             if self._subscribe is not None or tracking:
