@@ -23,6 +23,27 @@ class ExtensionRegistry:
         def add_resource(self, fn: Handler, uri: str, name: str | None = None,
                          **kwargs: Any) -> Resource: ...
 
+        def _changed(self, kind: str) -> None: ...
+
+    # -- extensions in the capabilities --------------------------------------------------
+    _extensions: dict[str, dict[str, Any]] | None = None
+
+    def declares_extension(self, name: str) -> bool:
+        """Whether the capabilities advertise extension ``name``."""
+        return name in (self._extensions or {})
+
+    def listing_changed(self, kind: str) -> None:
+        """What a list of ``kind`` shows changed (an extension's items): drop its cache."""
+        self._changed(kind)
+
+    def declare_extension(self, name: str, settings: dict[str, Any] | None = None) -> None:
+        """Advertise extension ``name`` (e.g. ``io.modelcontextprotocol/tasks``) in the
+        capabilities, as ``capabilities.extensions[name] = settings``."""
+        if self._extensions is None:
+            self._extensions = {}
+        self._extensions[name] = dict(settings or {})
+        self._changed("extensions")
+
     # -- MCP Apps (io.modelcontextprotocol/ui; see tornado_mcp.server.apps) -----------------
     _apps: AppViews | None = None
 

@@ -227,24 +227,7 @@ class Registry(ExtensionRegistry):
         return fn
 
     # -- extensions and the client's notifications ------------------------------------------
-    _extensions: dict[str, dict[str, Any]] | None = None
     _roots_hook: Callable[[Session], Any] | None = None
-
-    def declares_extension(self, name: str) -> bool:
-        """Whether the capabilities advertise extension ``name``."""
-        return name in (self._extensions or {})
-
-    def listing_changed(self, kind: str) -> None:
-        """What a list of ``kind`` shows changed (an extension's items): drop its cache."""
-        self._changed(kind)
-
-    def declare_extension(self, name: str, settings: dict[str, Any] | None = None) -> None:
-        """Advertise extension ``name`` (e.g. ``io.modelcontextprotocol/tasks``) in the
-        capabilities, as ``capabilities.extensions[name] = settings``."""
-        if self._extensions is None:
-            self._extensions = {}
-        self._extensions[name] = dict(settings or {})
-        self._changed("extensions")
 
     def on_roots_list_changed(self, fn: F) -> F:
         """Register ``fn(session)`` (plain or async), called when a legacy client sends
