@@ -147,7 +147,7 @@ async def _serve(server: Server, options: TransportOptions, args: argparse.Names
         event_store = RedisEventStore(args.redis_url)  # resumable streams' events
     transport = Transport(server, options=options, task_store=task_store,
                           event_store=event_store, oauth=oauth_from_args(args))
-    routes: list[Any] = [*transport.routes(args.path)]
+    routes: list[Any] = [*transport.routes(args.path), *transport.health_routes()]
     if extra_routes is not None:
         routes.extend(extra_routes(transport))
     admin_line = ""

@@ -26,7 +26,7 @@ from ..auth.resource import OAuthResource
 from ..engine.engine import Engine
 from ..engine.listen_index import LIST_CHANGED, LISTEN_METHODS, StreamChannel, change_key
 from ..engine.middleware import Middleware
-from ..introspection import ClusterSnapshot, ProcessInfo, Snapshot
+from ..introspection import AuditRecord, ClusterSnapshot, ProcessInfo, Snapshot
 from ..options import TransportOptions
 from ..protocol import LEGACY_VERSIONS, MODERN_VERSIONS, Refusal, jsonio
 from ..protocol.identity import ANONYMOUS, Principal
@@ -36,6 +36,7 @@ from ..tasks.store import TaskStore
 from .auth import ProtectedResourceMetadataHandler
 from .event_store import EventStore, MemoryEventStore
 from .handler import MCPHandler
+from .health import probe_routes
 from .linger import linger_close
 from .resume import Resumption
 from .security import RebindingGuard
@@ -347,6 +348,20 @@ class Transport:
         totals, limits and refusals, and (unless turned off) one row per session and per
         listen stream (with each stream's URIs when ``stream_uris``)."""
         return take_snapshot(self, sessions, streams, stream_uris)
+
+    def audit(self, principal: str | None = None, tool: str | None = None,
+              outcome: str | None = None, limit: int = 100) -> tuple[AuditRecord, ...]:
+        """The newest audit records first (at most ``limit``), matching each filter given:
+        the caller, the tool (resource URI, prompt) name, the outcome."""
+        return self.engine.governance.trail.query(principal, tool, outcome, limit)
+
+    def health_routes(self, healthz: str = "/healthz", readyz: str = "/readyz"
+                      ) -> list[tuple[str, type[Any], dict[str, Any]]]:
+        """Liveness and readiness probes, unauthenticated and cheap: ``GET healthz`` is 200
+        while the IOLoop runs; ``GET readyz`` is 200 when the transport can serve, 503
+        while it drains (:meth:`close` began) and while its cluster's Redis has been
+        unreachable for longer than ``cluster_heartbeat_ttl``."""
+        return probe_routes(self, healthz, readyz)
 
     @property
     def in_progress(self) -> int:
