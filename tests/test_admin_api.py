@@ -37,6 +37,10 @@ API_GETS = [
     "api/limits",
     "api/sessions/nope",
     "api/streams/nope",
+    "api/tools",
+    "api/tools/echo",
+    "api/principals",
+    "api/audit",
     "api/no-such-endpoint",
     "metrics",
 ]
