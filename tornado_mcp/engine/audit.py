@@ -30,20 +30,43 @@ TRACE_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "tornado_mcp_trace_id", default=None)
 
 _EMPTY_DIGEST = hashlib.sha256(b"{}").hexdigest()
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                              default=str)
+_sha256 = hashlib.sha256
+
+#: A record as the ring keeps it: the fields of :class:`AuditRecord`, in order, with the
+#: duration in seconds (a tuple costs a fraction of a frozen dataclass per call; records
+#: are built when read).
+Row = tuple[float, str, str, str, str, str, "int | None", float, Any, "str | None",
+            "str | None", "str | None", Any]
+
+
+try:  # orjson (the ``speed`` extra) writes the same canonical bytes, ten times faster
+    import orjson as _orjson
+
+    _SORTED = _orjson.OPT_SORT_KEYS
+    _fast: Any = _orjson.dumps
+except ImportError:  # pragma: no cover
+    _fast = None
 
 
 def canonical(value: Any) -> bytes:
     """The canonical JSON of ``value``: sorted keys, no spaces, UTF-8."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      default=str).encode()
+    if _fast is not None:
+        try:
+            out: bytes = _fast(value, option=_SORTED)
+            return out
+        except TypeError:  # not plain JSON data (a non-string key, an odd value)
+            pass
+    return _CANONICAL.encode(value).encode()
 
 
 def digest(arguments: Any) -> str:
-    """The SHA-256 (hex) of the canonical JSON of ``arguments``."""
-    if not arguments:
-        return _EMPTY_DIGEST if isinstance(arguments, dict) or arguments is None \
-            else hashlib.sha256(canonical(arguments)).hexdigest()
-    return hashlib.sha256(canonical(arguments)).hexdigest()
+    """The SHA-256 (hex) of the canonical JSON of ``arguments`` (``None`` counts as
+    ``{}``: a call without arguments)."""
+    if arguments is None or arguments == {}:
+        return _EMPTY_DIGEST
+    return _sha256(canonical(arguments)).hexdigest()
 
 
 def kept_arguments(arguments: Any, redact: Any) -> Any:
@@ -64,18 +87,19 @@ class AuditTrail:
     """The ring of the newest records (``size`` of them)."""
 
     def __init__(self, size: int) -> None:
-        self.records: deque[AuditRecord] = deque(maxlen=size)
+        self.records: deque[Row] = deque(maxlen=size)
         self.total = 0
 
     def resize(self, size: int) -> None:
         if size != self.records.maxlen:
             self.records = deque(self.records, maxlen=size)
 
-    def add(self, record: AuditRecord) -> None:
-        self.records.append(record)
+    def add(self, row: Row) -> None:
+        self.records.append(row)
         self.total += 1
         if log.isEnabledFor(logging.INFO):
-            log.info("%s", json.dumps(record.as_dict(), separators=(",", ":"), default=str))
+            log.info("%s", json.dumps(record_of(row).as_dict(), separators=(",", ":"),
+                                      default=str))
 
     def query(self, principal: str | None = None, name: str | None = None,
               outcome: str | None = None, limit: int = 100) -> tuple[AuditRecord, ...]:
@@ -83,15 +107,21 @@ class AuditTrail:
         out: list[AuditRecord] = []
         if limit <= 0:
             return ()
-        for record in _newest_first(self.records):
-            if (principal is None or record.principal == principal) \
-                    and (name is None or record.name == name) \
-                    and (outcome is None or record.outcome == outcome):
-                out.append(record)
+        for row in _newest_first(self.records):
+            if (principal is None or row[1] == principal) \
+                    and (name is None or row[3] == name) \
+                    and (outcome is None or row[5] == outcome):
+                out.append(record_of(row))
                 if len(out) >= limit:
                     break
         return tuple(out)
 
 
-def _newest_first(records: deque[AuditRecord]) -> Iterable[AuditRecord]:
+def record_of(row: Row) -> AuditRecord:
+    as_list = list(row)
+    as_list[7] = round(row[7] * 1000, 3)
+    return AuditRecord(*as_list)
+
+
+def _newest_first(records: deque[Row]) -> Iterable[Row]:
     return reversed(list(records))

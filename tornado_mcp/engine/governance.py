@@ -28,9 +28,10 @@ import time
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
-from ..introspection import LATENCY_BUCKETS, AuditRecord, PrincipalInfo, ToolInfo
+from ..introspection import LATENCY_BUCKETS, PrincipalInfo, ToolInfo
 from ..protocol import (
     HEADER_RETRY_AFTER,
     INTERNAL_ERROR,
@@ -196,34 +197,44 @@ class Governance:
 
     # -- the call ----------------------------------------------------------------------------
     async def call(self, ctx: Context, inner: Inner, task_run: bool = False) -> dict[str, Any]:
-        """Run ``inner(ctx)`` within the bounds of its target and its caller."""
-        started = time.perf_counter()
-        method, params = ctx.method, ctx.params
-        name = params.get(GOVERNED[method])
-        name = name if isinstance(name, str) else ""
-        stats = self.target(method, name)
+        """Run ``inner(ctx)`` within the bounds of its target and its caller.  (Written
+        flat: this runs around every call, and each helper call costs.)"""
+        started = perf_counter()
+        method = ctx.method
+        name = ctx.params.get(GOVERNED[method])
+        if type(name) is not str:
+            name = ""
+        stats = self.targets.get((method, name)) or self.target(method, name)
         caller = ctx.principal.caller or f"address:{ctx.remote_ip or '-'}"
-        who = self._caller(caller)
+        callers = self.callers
+        who = callers.get(caller)
+        if who is None:
+            who = self._new_caller(caller)
+        else:
+            callers.move_to_end(caller)
+        flying = self.caller_in_flight
         outcome, code = "ok", None
+        declared: CallBounds | None = None
         timeout: float | None = None
         watch: _PoolWatch | None = None
         held = False
         try:
             if stats is not None:
-                timeout, limit = self.bounds(stats)
-                if limit is not None and stats.in_flight >= limit and not task_run:
-                    raise _busy(f"{stats.kind} {name} has {limit} calls running "
-                                f"(its max_concurrency)", Refusal.MAX_CONCURRENCY)
+                declared = self.server.call_bounds.get((stats.method, stats.name))
+                if declared is not None or self.options.tool_bounds:
+                    timeout, limit = self.bounds(stats)
+                    if limit is not None and stats.in_flight >= limit and not task_run:
+                        raise _busy(f"{stats.kind} {name} has {limit} calls running "
+                                    f"(its max_concurrency)", Refusal.MAX_CONCURRENCY)
             cap = self.options.max_concurrent_calls_per_principal
-            if cap is not None and not task_run \
-                    and self.caller_in_flight.get(caller, 0) >= cap:
+            if cap is not None and not task_run and flying.get(caller, 0) >= cap:
                 raise _busy(f"this caller has {cap} calls in flight (the "
                             f"max_concurrent_calls_per_principal limit)",
                             Refusal.MAX_CONCURRENT_CALLS_PER_PRINCIPAL)
             held = True
             if stats is not None:
                 stats.in_flight += 1
-            self.caller_in_flight[caller] = self.caller_in_flight.get(caller, 0) + 1
+            flying[caller] = flying.get(caller, 0) + 1
             if timeout is None:
                 result = await inner(ctx)
             else:
@@ -232,7 +243,7 @@ class Governance:
                 if result is _TIMED_OUT:
                     outcome = "timeout"
                     result = self._timeout_result(ctx, method, name, timeout)
-            if outcome == "ok" and result.get("isError") is True:
+            if result.get("isError") is True and outcome == "ok":
                 outcome = "error"
             return result
         except Refused as exc:
@@ -249,14 +260,44 @@ class Governance:
             outcome, code = "error", INTERNAL_ERROR
             raise
         finally:
-            seconds = time.perf_counter() - started
+            seconds = perf_counter() - started
+            now = time.time()
+            who.last_seen = now
+            who.calls += 1
+            if outcome != "ok":
+                if outcome == "refused":
+                    who.refusals += 1
+                elif outcome == "error" or outcome == "timeout":
+                    who.errors += 1
             if held:
                 if watch is not None and watch.running:
                     watch.on_idle = lambda: self._release(stats, caller)
                 else:
-                    self._release(stats, caller)
-            self._count(stats, who, outcome, seconds, held)
-            self._audit(ctx, method, name, caller, outcome, code, seconds)
+                    if stats is not None:
+                        stats.in_flight -= 1
+                    left = flying[caller] - 1
+                    if left:
+                        flying[caller] = left
+                    else:
+                        del flying[caller]
+            if stats is not None:
+                stats.calls += 1
+                stats.outcomes[outcome] += 1
+                if outcome == "refused":
+                    stats.refusals += 1
+                elif outcome == "error" or outcome == "timeout":
+                    stats.errors += 1
+                if held:
+                    stats.buckets[bisect_left(LATENCY_BUCKETS, seconds)] += 1
+                    stats.duration_sum += seconds
+            params = ctx.params
+            arguments = {"uri": name} if method == RESOURCES_READ else params.get("arguments")
+            kept = kept_arguments(arguments or {}, declared.redact) \
+                if declared is not None and declared.audit_arguments else None
+            session = ctx.session
+            self.trail.add((now, caller, method, name, digest(arguments), outcome, code,
+                            seconds, ctx.request_id, session.id if session else None,
+                            TRACE_ID.get(), self.process_id, kept))
 
     async def _timed(self, ctx: Context, inner: Inner, timeout: float, watch: _PoolWatch,
                      name: str) -> dict[str, Any]:
@@ -285,16 +326,11 @@ class Governance:
         return result
 
     # -- bookkeeping -------------------------------------------------------------------------
-    def _caller(self, caller: str) -> CallerStats:
+    def _new_caller(self, caller: str) -> CallerStats:
         callers = self.callers
-        who = callers.get(caller)
-        if who is None:
-            if len(callers) >= MAX_PRINCIPALS:
-                callers.popitem(last=False)
-            who = callers[caller] = CallerStats()
-        else:
-            callers.move_to_end(caller)
-        who.last_seen = time.time()
+        if len(callers) >= MAX_PRINCIPALS:
+            callers.popitem(last=False)
+        who = callers[caller] = CallerStats()
         return who
 
     def _release(self, stats: TargetStats | None, caller: str) -> None:
@@ -305,40 +341,6 @@ class Governance:
             self.caller_in_flight[caller] = left
         else:
             self.caller_in_flight.pop(caller, None)
-
-    @staticmethod
-    def _count(stats: TargetStats | None, who: CallerStats, outcome: str, seconds: float,
-               ran: bool) -> None:
-        who.calls += 1
-        if outcome == "refused":
-            who.refusals += 1
-        elif outcome in ("error", "timeout"):
-            who.errors += 1
-        if stats is None:
-            return
-        stats.calls += 1
-        stats.outcomes[outcome] += 1
-        if outcome == "refused":
-            stats.refusals += 1
-        elif outcome in ("error", "timeout"):
-            stats.errors += 1
-        if ran:
-            stats.buckets[bisect_left(LATENCY_BUCKETS, seconds)] += 1
-            stats.duration_sum += seconds
-
-    def _audit(self, ctx: Context, method: str, name: str, caller: str, outcome: str,
-               code: int | None, seconds: float) -> None:
-        params = ctx.params
-        arguments = {"uri": name} if method == RESOURCES_READ else params.get("arguments")
-        bounds = self.server.call_bounds.get((method, name)) if self.server.call_bounds \
-            else None
-        kept = kept_arguments(arguments or {}, bounds.redact) \
-            if bounds is not None and bounds.audit_arguments else None
-        session = ctx.session
-        self.trail.add(AuditRecord(
-            time.time(), caller, method, name, digest(arguments), outcome, code,
-            round(seconds * 1000, 3), ctx.request_id, session.id if session else None,
-            TRACE_ID.get(), self.process_id, kept))
 
     # -- introspection -----------------------------------------------------------------------
     def tool_rows(self) -> tuple[ToolInfo, ...]:
