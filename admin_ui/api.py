@@ -272,7 +272,7 @@ class LimitsHandler(AdminHandler):
             "fixed": {s.name: getattr(options, s.name) for s in OPTION_SPECS if not s.live},
             "specs": [{"name": s.name, "kind": s.kind, "default": s.default,
                        "nullable": s.nullable, "help": s.help}
-                      for s in OPTION_SPECS if s.live and s.kind != "tool_bounds"],
+                      for s in OPTION_SPECS if s.live],
             "read_only": self.admin.read_only,
         }
         if changed is not None:
