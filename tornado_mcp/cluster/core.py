@@ -16,6 +16,7 @@ from ..introspection import ClusterSnapshot, ProcessInfo
 from .feed import Feed, notification_fields
 from .link import DOWN, Link, log
 from .members import Members
+from .rate_limit import attach as attach_governance
 from .shared import SharedConfig
 
 if TYPE_CHECKING:
@@ -76,6 +77,7 @@ class Cluster:
         self.transport.options.subscribe(self.shared.on_local)
         self.server.add_relay(self)
         self.transport.cluster = self
+        attach_governance(self)  # the shared rate limit, audit process id, readiness
         self._tasks = [asyncio.create_task(t()) for t in (
             self.link.supervise, self.feed.write_loop, self.feed.read_loop, self.members.loop)]
         log.info("process %s joined the cluster at %s", self.id, self.url)
