@@ -314,6 +314,13 @@ class Engine:
     # -- sessions -----------------------------------------------------------------------------
     def _session_removed(self, session: Session) -> None:
         session.notifier = None
+        for mw in (*self.middleware.user, *self.middleware.shared):
+            ended = getattr(mw, "session_ended", None)  # e.g. the OpenTelemetry metrics
+            if ended is not None:
+                try:
+                    ended(session)
+                except Exception:
+                    log.exception("session_ended of %r raised", mw)
         if self._on_session_removed is not None:
             self._on_session_removed(session)
         for ctx in list(session.in_flight.values()):
