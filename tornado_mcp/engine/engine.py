@@ -195,7 +195,8 @@ class Engine:
         CURRENT_RUNNER.set(self.sync_runner)  # where plain def handlers run (this task only)
         try:
             if method in GOVERNED:
-                result = await self.governance.call(ctx, self._pipeline)
+                result = await self.governance.call(
+                    ctx, self._via_middleware if self.middleware.active(opts) else self._handle)
             elif self.middleware.active(opts):
                 result = await self.middleware.run(ctx, self._handle)
             else:
@@ -245,15 +246,14 @@ class Engine:
                 self.count_refusal(exc.refusal)
             raise
 
-    async def _pipeline(self, ctx: Context) -> dict[str, Any]:
-        if self.middleware.active(self.options):
-            return await self.middleware.run(ctx, self._handle)
-        return await self._handle(ctx.method, ctx.params, ctx)
+    async def _via_middleware(self, method: str, params: dict[str, Any],
+                              ctx: Context) -> dict[str, Any]:
+        return await self.middleware.run(ctx, self._handle)
 
     async def governed_run(self, ctx: Context,
                            work: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
         """A task run: ``work()`` within its tool's timeout, counted and audited."""
-        async def inner(ctx: Context) -> dict[str, Any]:
+        async def inner(method: str, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
             return await work()
 
         return await self.governance.call(ctx, inner, task_run=True)

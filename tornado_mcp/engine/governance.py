@@ -24,6 +24,7 @@ when it names the bound, else what the tool declared (:mod:`tornado_mcp.server.b
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from bisect import bisect_left
 from collections import OrderedDict
@@ -47,6 +48,7 @@ from ..server.bounds import CallBounds
 from ..server.sync_handlers import CURRENT as CURRENT_RUNNER
 from ..server.sync_handlers import SyncRunner
 from .audit import TRACE_ID, AuditTrail, digest, kept_arguments
+from .audit import log as audit_log
 from .middleware import Refused
 
 if TYPE_CHECKING:
@@ -65,7 +67,8 @@ RETRY_AFTER_BUSY_S = 1
 _NO_BOUNDS = CallBounds()
 _NO_OVERRIDE: dict[str, Any] = {}
 
-Inner = Callable[["Context"], Awaitable[dict[str, Any]]]
+#: What a governed call runs: ``inner(method, params, ctx)`` (the engine's handler).
+Inner = Callable[[str, dict[str, Any], "Context"], Awaitable[dict[str, Any]]]
 
 
 class TargetStats:
@@ -197,8 +200,8 @@ class Governance:
 
     # -- the call ----------------------------------------------------------------------------
     async def call(self, ctx: Context, inner: Inner, task_run: bool = False) -> dict[str, Any]:
-        """Run ``inner(ctx)`` within the bounds of its target and its caller.  (Written
-        flat: this runs around every call, and each helper call costs.)"""
+        """Run ``inner(method, params, ctx)`` within the bounds of its target and its
+        caller.  (Written flat: this runs around every call, and each helper call costs.)"""
         started = perf_counter()
         method = ctx.method
         name = ctx.params.get(GOVERNED[method])
@@ -236,7 +239,7 @@ class Governance:
                 stats.in_flight += 1
             flying[caller] = flying.get(caller, 0) + 1
             if timeout is None:
-                result = await inner(ctx)
+                result = await inner(method, ctx.params, ctx)
             else:
                 watch = _PoolWatch(self.sync_runner)
                 result = await self._timed(ctx, inner, timeout, watch, name)
@@ -295,16 +298,21 @@ class Governance:
             kept = kept_arguments(arguments or {}, declared.redact) \
                 if declared is not None and declared.audit_arguments else None
             session = ctx.session
-            self.trail.add((now, caller, method, name, digest(arguments), outcome, code,
-                            seconds, ctx.request_id, session.id if session else None,
-                            TRACE_ID.get(), self.process_id, kept))
+            trail = self.trail
+            row = (now, caller, method, name, digest(arguments), outcome, code, seconds,
+                   ctx.request_id, session.id if session else None, TRACE_ID.get(),
+                   self.process_id, kept)
+            trail.records.append(row)
+            trail.total += 1
+            if audit_log.isEnabledFor(logging.INFO):
+                trail.log(row)
 
     async def _timed(self, ctx: Context, inner: Inner, timeout: float, watch: _PoolWatch,
                      name: str) -> dict[str, Any]:
         token = CURRENT_RUNNER.set(watch)  # type: ignore[arg-type]
         try:
             async with asyncio.timeout(timeout) as scope:
-                return await inner(ctx)
+                return await inner(ctx.method, ctx.params, ctx)
         except TimeoutError:
             if not scope.expired():
                 raise
