@@ -351,16 +351,10 @@ class Transport:
 
     def audit(self, principal: str | None = None, tool: str | None = None,
               outcome: str | None = None, limit: int = 100) -> tuple[AuditRecord, ...]:
-        """The newest audit records first (at most ``limit``), matching each filter given:
-        the caller, the tool (resource URI, prompt) name, the outcome."""
-        return self.engine.governance.trail.query(principal, tool, outcome, limit)
+        return self.engine.governance.trail.query(principal, tool, outcome, limit)  # newest first
 
-    def health_routes(self, healthz: str = "/healthz", readyz: str = "/readyz"
-                      ) -> list[tuple[str, type[Any], dict[str, Any]]]:
-        """Liveness and readiness probes, unauthenticated and cheap: ``GET healthz`` is 200
-        while the IOLoop runs; ``GET readyz`` is 200 when the transport can serve, 503
-        while it drains (:meth:`close` began) and while its cluster's Redis has been
-        unreachable for longer than ``cluster_heartbeat_ttl``."""
+    def health_routes(self, healthz: str = "/healthz", readyz: str = "/readyz") -> list[Any]:
+        """The liveness and readiness probes (see :mod:`~tornado_mcp.transport.health`)."""
         return probe_routes(self, healthz, readyz)
 
     @property
