@@ -123,3 +123,23 @@ async def test_principals_and_the_audit_trail_with_filters() -> None:
                               ({"limit": "0"}, "limit"), ({"limit": "1001"}, "limit")):
             bad = await client.get(f"{srv.admin}/api/audit", params=params, headers=BEARER)
             assert bad.status_code == 400 and field in bad.json()["errors"], params
+
+
+async def test_metrics_export_a_latency_histogram_and_outcomes_per_tool() -> None:
+    async with running_admin() as srv, httpx.AsyncClient() as client:
+        for i in range(2):
+            await call_echo(client, srv.mcp, "hi", i)
+        text = (await client.get(f"{srv.admin}/metrics", headers=BEARER)).text
+        lines = text.splitlines()
+        assert "# TYPE tornado_mcp_tool_call_duration_seconds histogram" in lines
+        assert 'tornado_mcp_tool_call_duration_seconds_count{tool="echo"} 2.0' in lines
+        assert 'tornado_mcp_tool_call_duration_seconds_bucket{le="+Inf",tool="echo"} 2.0' \
+            in lines
+        buckets = [line for line in lines
+                   if line.startswith("tornado_mcp_tool_call_duration_seconds_bucket")]
+        assert len(buckets) == 18  # 17 bounds and +Inf, cumulative
+        counts = [float(line.rsplit(" ", 1)[1]) for line in buckets]
+        assert counts == sorted(counts)
+        assert 'tornado_mcp_tool_calls_total{outcome="ok",tool="echo"} 2.0' in lines
+        assert 'tornado_mcp_tool_calls_total{outcome="refused",tool="echo"} 0.0' in lines
+        assert "principal=" not in text and "127.0.0.1" not in text  # no per-caller label
