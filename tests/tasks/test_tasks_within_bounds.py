@@ -1,11 +1,12 @@
-"""A task run is bounded by its tool's timeout, counted in flight, and audited."""
+"""A task run is bounded by its tool's timeout, counted in flight (so against its
+max_concurrency: a creation while a run holds the last slot is refused), and audited."""
 
 from __future__ import annotations
 
 import asyncio
 
-from mcp_http import result_of, running, tool_text, wait_until
-from tasks_http import start, task_request, until
+from mcp_http import assert_refused, result_of, running, tool_text, wait_until
+from tasks_http import call, start, task_request, until
 
 from tornado_mcp import Server
 from tornado_mcp.protocol import TOOLS_CALL
@@ -35,3 +36,29 @@ async def test_a_task_run_past_its_timeout_fails_as_a_tool_error_naming_it() -> 
         assert (run.name, run.outcome) == ("long_job", "timeout")
         row = next(t for t in srv.transport.snapshot().tools if t.name == "long_job")
         assert row.in_flight == 0 and row.timeouts == 1
+
+
+async def test_a_running_task_counts_against_max_concurrency() -> None:
+    server = Server("tasks")
+    release = asyncio.Event()
+
+    @task_tool(server)
+    async def exclusive_job() -> str:
+        await release.wait()
+        return "done"
+
+    server.set_bounds(TOOLS_CALL, "exclusive_job", CallBounds(max_concurrency=1))
+    async with running(server) as srv:
+        task_id = await start(srv, "exclusive_job")  # at the bound: its run holds the slot
+
+        def in_flight() -> int:
+            return next(t.in_flight for t in srv.transport.snapshot().tools
+                        if t.name == "exclusive_job")
+
+        await wait_until(lambda: in_flight() == 1)
+        refused = await call(srv, "exclusive_job", request_id=2)  # one over
+        assert_refused(refused, 429, -32029, "tool exclusive_job has 1 calls running", 2)
+        release.set()
+        assert (await until(srv, task_id))["status"] == "completed"
+        await wait_until(lambda: in_flight() == 0)
+        assert (await start(srv, "exclusive_job"))  # admitted again
