@@ -1,7 +1,8 @@
 """``rate_limit_per_principal`` over a cluster: two real server processes sharing one real
 redis-server draw from one bucket per caller; while Redis is unreachable each falls back to
 its share of the limit; /readyz turns 503 once the outage outlasts the heartbeat TTL and
-200 again when Redis is back.  Audit records name the process."""
+200 again when Redis is back.  Audit records name the process, and a tool's bounds changed
+on one process reach the other."""
 
 from __future__ import annotations
 
@@ -89,3 +90,21 @@ async def test_one_bucket_per_caller_across_processes_and_a_share_each_in_an_out
     assert "Redis unreachable" in body["reason"] and "cluster_heartbeat_ttl" in body["reason"]
     redis.start()
     await until_ready(a.port, 200)
+
+
+async def test_a_tools_bounds_changed_on_one_process_reach_the_other(
+        redis: RedisProc, server_factory: ServerFactory) -> None:
+    a, b = start(server_factory, redis), start(server_factory, redis)
+    await until_processes(a.port, 2)
+    status, row = await admin(a.port, "PATCH", "api/tools/echo",
+                              {"timeout": 3, "max_concurrency": 2})
+    assert status == 200 and (row["timeout"], row["max_concurrency"]) == (3.0, 2)
+    for _ in range(300):
+        _, there = await admin(b.port, "GET", "api/tools/echo")
+        if (there["timeout"], there["max_concurrency"]) == (3.0, 2):
+            break
+        await asyncio.sleep(0.02)
+    assert (there["timeout"], there["max_concurrency"]) == (3.0, 2)
+    _, overview = await admin(b.port, "GET", "api/overview")
+    assert "tool_bounds" in overview["changes"][0]["detail"]
+    assert " on " in overview["changes"][0]["actor"]  # "<who> on <host> pid <pid>"
