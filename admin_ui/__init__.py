@@ -43,6 +43,7 @@ from .api import (
     StreamHandler,
     StreamsHandler,
 )
+from .governance_api import AuditHandler, PrincipalsHandler, ToolHandler, ToolsHandler
 from .pages import (
     AdminStaticFileHandler,
     LoginHandler,
@@ -114,6 +115,10 @@ def routes(
         url(p + "/api/streams/([^/]+)", StreamHandler, kw),
         url(p + "/api/limits", LimitsHandler, kw),
         url(p + "/api/cluster", ClusterHandler, kw),
+        url(p + "/api/tools", ToolsHandler, kw),
+        url(p + "/api/tools/([^/]+)", ToolHandler, kw),
+        url(p + "/api/principals", PrincipalsHandler, kw),
+        url(p + "/api/audit", AuditHandler, kw),
         url(p + "/api/.*", ApiNotFoundHandler, kw),
         url(p + "/metrics", MetricsHandler, kw),
         url(p + "/static/(.*)", AdminStaticFileHandler, {"path": str(STATIC_DIR), "admin": admin}),

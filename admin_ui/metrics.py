@@ -28,10 +28,15 @@ import math
 from collections.abc import Callable
 
 from prometheus_client import CONTENT_TYPE_PLAIN_0_0_4, CollectorRegistry
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
 
-from tornado_mcp.introspection import ClusterSnapshot, Snapshot
+from tornado_mcp.introspection import LATENCY_BUCKETS, ClusterSnapshot, Snapshot
 from tornado_mcp.options import (
     MAX_INITIALIZE_PARAMS_VALUES,
     MAX_RESOURCE_SUBSCRIPTION_URIS,
@@ -132,7 +137,7 @@ def families(snap: Snapshot, process: ProcessStats, cpu_seconds: float) -> list[
     shown = {"max_sessions", "max_listen_subscriptions", "max_initialize_request_bytes",
              "max_resource_subscription_bytes", "max_stream_queue"}
     for spec in OPTION_SPECS:
-        if spec.live and spec.name not in shown:
+        if spec.live and spec.name not in shown and spec.kind != "tool_bounds":
             f.option(snap, spec.name)
 
     f.counter(f"{PREFIX}_requests_total",
@@ -145,6 +150,7 @@ def families(snap: Snapshot, process: ProcessStats, cpu_seconds: float) -> list[
     for bound, count in sorted(snap.refusals.items()):
         refusals.add_metric([bound], _value(count))
     f.out.append(refusals)
+    f.out.extend(tool_families(snap))
     f.gauge(f"{PREFIX}_start_time_seconds",
             "When the transport started, in seconds since the epoch.", snap.started_at)
 
@@ -157,6 +163,30 @@ def families(snap: Snapshot, process: ProcessStats, cpu_seconds: float) -> list[
     f.gauge("process_start_time_seconds", "Process start time in seconds since the epoch.",
             process.started_at)
     return f.out
+
+
+def tool_families(snap: Snapshot) -> list[Metric]:
+    """Per tool (one label: the tool's name, a set the server fixes; never the caller): a
+    latency histogram of the calls that ran, and calls by outcome."""
+    duration = HistogramMetricFamily(
+        f"{PREFIX}_tool_call_duration_seconds",
+        "Seconds tools/call took, per tool (calls that ran; refused ones are not timed).",
+        labels=["tool"])
+    calls = CounterMetricFamily(f"{PREFIX}_tool_calls", "tools/call answered, per tool and "
+                                "outcome (ok, error, refused, timeout, cancelled).",
+                                labels=["tool", "outcome"])
+    for row in snap.tools:
+        if row.kind != "tool":
+            continue
+        running = 0
+        buckets: list[tuple[str, float]] = []
+        for bound, count in zip((*LATENCY_BUCKETS, math.inf), row.buckets, strict=True):
+            running += count
+            buckets.append(("+Inf" if bound == math.inf else repr(bound), float(running)))
+        duration.add_metric([row.name], buckets, row.duration_sum)
+        for outcome, count in row.outcomes.items():
+            calls.add_metric([row.name, outcome], float(count))
+    return [duration, calls]
 
 
 class TransportCollector(Collector):

@@ -110,6 +110,37 @@ class LogoutHandler(AdminHandler):
         self.redirect(f"{self.admin.prefix}/login", status=303)
 
 
+#: How the limits form groups the live options, by concern; an option not named here is
+#: shown under "Other".  ``tool_bounds`` is edited per tool, in the tools table.
+LIMIT_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Sessions and requests", ("max_sessions", "session_idle_timeout", "max_request_bytes",
+                               "max_initialize_request_bytes",
+                               "server_to_client_request_timeout", "shutdown_grace")),
+    ("Streams", ("max_listen_subscriptions", "max_resource_subscription_bytes",
+                 "listen_keepalive_interval", "sse_keepalive_interval", "max_stream_queue",
+                 "stream_stall_timeout", "event_store_max_bytes", "event_store_max_age",
+                 "sse_retry_interval")),
+    ("Tasks", ("max_tasks", "max_task_result_bytes", "task_ttl")),
+    ("Callers and tools", ("rate_limit_per_principal", "max_concurrent_calls_per_principal",
+                           "max_audit_entries")),
+    ("Authentication", ("max_bearer_token_bytes", "hide_unauthorized")),
+    ("Cluster", ("cluster_outage_buffer", "forward_idle_timeout")),
+)
+
+
+def limit_groups(specs: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """``specs`` in the form's groups, in order; what no group names goes under "Other"."""
+    by_name = {s["name"]: s for s in specs if s["kind"] != "tool_bounds"}
+    groups = []
+    for title, names in LIMIT_GROUPS:
+        rows = [by_name.pop(n) for n in names if n in by_name]
+        if rows:
+            groups.append((title, rows))
+    if by_name:
+        groups.append(("Other", list(by_name.values())))
+    return groups
+
+
 class PageHandler(AdminHandler):
     """``GET /``: the dashboard page; the script on it fills itself from the JSON API."""
 
@@ -123,7 +154,7 @@ class PageHandler(AdminHandler):
         ]
         self.finish(self.render_page(
             "dashboard.html",
-            specs=specs,
+            groups=limit_groups(specs),
             who=self.identity.name if self.identity else "",
             own_login=self.admin.authenticate is None,
             xsrf_token=self.xsrf_for_page(),

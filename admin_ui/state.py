@@ -24,7 +24,7 @@ import jinja2
 from prometheus_client import CollectorRegistry
 from tornado.web import RequestHandler, StaticFileHandler
 
-from tornado_mcp.introspection import ClusterSnapshot, Snapshot
+from tornado_mcp.introspection import AuditRecord, ClusterSnapshot, Snapshot
 from tornado_mcp.options import TransportOptions
 
 from . import metrics
@@ -60,6 +60,9 @@ class TransportLike(Protocol):
     def close_stream(self, stream_id: str) -> Awaitable[bool]: ...
 
     def host_origin_verdict(self, host_header: str | None, origin: str | None) -> str | None: ...
+
+    def audit(self, principal: str | None = None, tool: str | None = None,
+              outcome: str | None = None, limit: int = 100) -> tuple[AuditRecord, ...]: ...
 
 
 @dataclass(frozen=True)

@@ -95,6 +95,9 @@ tornado_mcp_option_listen_keepalive_interval 15.0
 # HELP tornado_mcp_option_sse_keepalive_interval Current value of the sse_keepalive_interval option (seconds); +Inf means no limit.
 # TYPE tornado_mcp_option_sse_keepalive_interval gauge
 tornado_mcp_option_sse_keepalive_interval 15.0
+# HELP tornado_mcp_option_shutdown_grace Current value of the shutdown_grace option (seconds); +Inf means no limit.
+# TYPE tornado_mcp_option_shutdown_grace gauge
+tornado_mcp_option_shutdown_grace 30
 # HELP tornado_mcp_option_server_to_client_request_timeout Current value of the server_to_client_request_timeout option (seconds); +Inf means no limit.
 # TYPE tornado_mcp_option_server_to_client_request_timeout gauge
 tornado_mcp_option_server_to_client_request_timeout 600.0
@@ -116,6 +119,12 @@ tornado_mcp_option_sse_retry_interval 1.0
 # HELP tornado_mcp_option_rate_limit_per_principal Current value of the rate_limit_per_principal option; +Inf means no limit.
 # TYPE tornado_mcp_option_rate_limit_per_principal gauge
 tornado_mcp_option_rate_limit_per_principal +Inf
+# HELP tornado_mcp_option_max_concurrent_calls_per_principal Current value of the max_concurrent_calls_per_principal option; +Inf means no limit.
+# TYPE tornado_mcp_option_max_concurrent_calls_per_principal gauge
+tornado_mcp_option_max_concurrent_calls_per_principal +Inf
+# HELP tornado_mcp_option_max_audit_entries Current value of the max_audit_entries option; +Inf means no limit.
+# TYPE tornado_mcp_option_max_audit_entries gauge
+tornado_mcp_option_max_audit_entries 1000
 # HELP tornado_mcp_option_max_tasks Current value of the max_tasks option; +Inf means no limit.
 # TYPE tornado_mcp_option_max_tasks gauge
 tornado_mcp_option_max_tasks 1000
@@ -143,6 +152,10 @@ tornado_mcp_refusals_total{bound="json_nesting"} 0
 tornado_mcp_refusals_total{bound="max_request_bytes"} 5
 tornado_mcp_refusals_total{bound="max_sessions"} 2
 tornado_mcp_refusals_total{bound="stream_stall_timeout"} 1
+# HELP tornado_mcp_tool_call_duration_seconds Seconds tools/call took, per tool (calls that ran; refused ones are not timed).
+# TYPE tornado_mcp_tool_call_duration_seconds histogram
+# HELP tornado_mcp_tool_calls_total tools/call answered, per tool and outcome (ok, error, refused, timeout, cancelled).
+# TYPE tornado_mcp_tool_calls_total counter
 # HELP tornado_mcp_start_time_seconds When the transport started, in seconds since the epoch.
 # TYPE tornado_mcp_start_time_seconds gauge
 tornado_mcp_start_time_seconds 1767222000.125

@@ -188,7 +188,7 @@ async def _serve(server: Server, options: TransportOptions, args: argparse.Names
         raise
     transport = Transport(server, options=options, task_store=task_store,
                           event_store=event_store, oauth=oauth)
-    routes: list[Any] = [*transport.routes(args.path)]
+    routes: list[Any] = [*transport.routes(args.path), *transport.health_routes()]
     if extra_routes is not None:
         routes.extend(extra_routes(transport))
     admin_line = ""

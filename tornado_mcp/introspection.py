@@ -78,6 +78,70 @@ class TaskTotals:
     created_total: int  # tasks created since start
 
 
+#: Upper bounds (seconds) of the latency buckets of :attr:`ToolInfo.buckets`; the last
+#: bucket (not listed) holds everything slower.
+LATENCY_BUCKETS: tuple[float, ...] = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                      0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
+
+
+@dataclass(frozen=True)
+class ToolInfo:
+    """One tool (``kind`` "tool"), resource or template ("resource") or prompt ("prompt"),
+    with what its calls did since the transport started."""
+
+    name: str
+    kind: str
+    calls: int  # calls answered (refused ones included)
+    errors: int  # answered with an error or a tool error (timeouts included)
+    refusals: int  # refused by a bound before they ran
+    timeouts: int
+    in_flight: int  # running now (a timed-out plain def counts until its thread returns)
+    timeout: float | None  # the bound in force (an operator's override, else declared)
+    max_concurrency: int | None
+    p50_ms: float | None  # from the latency histogram; None before the first call
+    p99_ms: float | None
+    outcomes: dict[str, int]  # outcome -> calls (ok, error, refused, timeout, cancelled)
+    buckets: tuple[int, ...]  # calls per LATENCY_BUCKETS bucket (not cumulative), +Inf last
+    duration_sum: float  # seconds, over every call counted in ``buckets``
+
+
+@dataclass(frozen=True)
+class PrincipalInfo:
+    """One caller (the principal's subject, or ``address:<ip>`` when anonymous)."""
+
+    principal: str
+    calls: int
+    errors: int
+    refusals: int
+    in_flight: int
+    last_seen: float  # wall-clock seconds since the epoch
+
+
+@dataclass(frozen=True)
+class AuditRecord:
+    """One governed call (``tools/call``, ``resources/read``, ``prompts/get``, a task run),
+    as the audit trail keeps it and logs it to ``tornado_mcp.audit``."""
+
+    time: float  # wall-clock seconds since the epoch, when the call was answered
+    principal: str
+    method: str
+    name: str
+    arguments_sha256: str  # of the canonical JSON of the arguments (sorted keys, compact)
+    outcome: str  # ok, error, refused, timeout, cancelled
+    code: int | None  # the JSON-RPC error code, if answered with one
+    duration_ms: float
+    request_id: Any
+    session: str | None
+    trace_id: str | None  # with OpenTelemetry on
+    process: str | None  # the cluster process id, in a cluster
+    #: Only for a tool declared with ``audit_arguments=True``: its arguments after its
+    #: ``redact`` hook, or ``{"$truncated": <bytes>}`` when their JSON is over the bound.
+    arguments: Any = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 @dataclass(frozen=True)
 class Snapshot:
     """What :meth:`tornado_mcp.Transport.snapshot` returns: totals, current limits, refusal
@@ -93,6 +157,10 @@ class Snapshot:
     sessions: tuple[SessionInfo, ...] = field(default=())
     streams: tuple[StreamInfo, ...] = field(default=())
     tasks: TaskTotals | None = None
+    #: Every registered tool, resource, template and prompt with its call statistics.
+    tools: tuple[ToolInfo, ...] = field(default=())
+    #: The callers seen most recently (a bounded number), most recent first.
+    principals: tuple[PrincipalInfo, ...] = field(default=())
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -11,6 +11,7 @@ new admissions at once, and whatever sessions and streams already hold is left a
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import threading
@@ -57,7 +58,7 @@ class OptionError(ValueError):
 @dataclass(frozen=True)
 class OptionSpec:
     name: str
-    kind: str  # "int", "seconds", "bool", "hosts", "versions"
+    kind: str  # "int", "seconds", "bool", "hosts", "versions", "tool_bounds"
     default: Any
     nullable: bool
     live: bool
@@ -80,6 +81,8 @@ class OptionSpec:
         if from_json:
             if self.kind == "int" and isinstance(value, float) and value.is_integer():
                 value = int(value)
+        elif isinstance(value, str) and self.kind == "tool_bounds":
+            value = _parse_json_text(value)
         elif isinstance(value, str) and self.kind not in ("hosts", "versions"):
             value = _parse_text(self, value)
         if value is None:
@@ -127,7 +130,68 @@ class OptionSpec:
                 raise ValueError(f"unknown protocol versions {unknown}; "
                                  f"known: {list(ALL_VERSIONS)}")
             return tuple(v for v in ALL_VERSIONS if v in value)
+        if self.kind == "tool_bounds":
+            return coerce_tool_bounds(value)
         raise AssertionError(self.kind)  # pragma: no cover
+
+
+#: The bounds a ``tool_bounds`` entry may override, and what each must be.
+TOOL_BOUND_FIELDS: dict[str, str] = {
+    "timeout": "must be a positive number of seconds or null",
+    "max_concurrency": "must be a positive integer or null",
+}
+
+
+def coerce_tool_bound(field_name: str, value: Any) -> float | int | None:
+    """One overridden bound of a tool: ``timeout`` (seconds) or ``max_concurrency``;
+    ``None`` removes the bound.  Raises ``ValueError`` with the field's rule."""
+    rule = TOOL_BOUND_FIELDS.get(field_name)
+    if rule is None:
+        raise ValueError("unknown field; known: " + ", ".join(TOOL_BOUND_FIELDS))
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(rule)
+    if field_name == "max_concurrency":
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if not isinstance(value, int) or value <= 0 or value > MAX_JSON_INTEGER:
+            raise ValueError(rule)
+        return value
+    try:
+        seconds = float(value)
+    except OverflowError:
+        raise ValueError(rule) from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ValueError(rule)
+    return seconds
+
+
+def coerce_tool_bounds(value: Any) -> dict[str, dict[str, Any]]:
+    """A ``tool_bounds`` value: ``{tool: {"timeout": s|None, "max_concurrency": n|None}}``,
+    each entry holding only the bounds it overrides."""
+    if not isinstance(value, Mapping):
+        raise ValueError("must map tool names to {timeout, max_concurrency} objects")
+    out: dict[str, dict[str, Any]] = {}
+    for name, entry in value.items():
+        if not isinstance(name, str) or not isinstance(entry, Mapping):
+            raise ValueError("must map tool names to {timeout, max_concurrency} objects")
+        bounds: dict[str, Any] = {}
+        for field_name, bound in entry.items():
+            try:
+                bounds[field_name] = coerce_tool_bound(str(field_name), bound)
+            except ValueError as exc:
+                raise ValueError(f"{name}.{field_name} {exc}") from None
+        if bounds:
+            out[name] = bounds
+    return out
+
+
+def _parse_json_text(text: str) -> Any:
+    try:
+        return json.loads(text) if text.strip().lower() not in ("none", "null", "") else {}
+    except ValueError:
+        raise ValueError(f"{text!r} is not a JSON object") from None
 
 
 def _parse_text(spec: OptionSpec, text: str) -> Any:
@@ -208,7 +272,16 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("cors_allowed_origins", "hosts", (), False, False,
                "Origins browsers may call from (CORS); each also passes the Origin check."),
     OptionSpec("rate_limit_per_principal", "int", None, True, True,
-               "Requests one caller may make per minute (429 over it)."),
+               "Requests one caller may make per minute (429 over it); shared by the "
+               "processes of a cluster."),
+    OptionSpec("max_concurrent_calls_per_principal", "int", None, True, True,
+               "Tool calls, resource reads and prompt gets one caller may have in flight "
+               "at once (429 over it)."),
+    OptionSpec("tool_bounds", "tool_bounds", {}, False, True,
+               "Operator overrides of tools' timeout and max_concurrency, as JSON: "
+               '{"tool": {"timeout": 2, "max_concurrency": null}} (null removes a bound).'),
+    OptionSpec("max_audit_entries", "int", 1000, False, True,
+               "Calls the in-memory audit trail keeps (oldest dropped)."),
     OptionSpec("sync_handler_threads", "int", 4, True, False,
                "Threads running plain def handlers off the IOLoop; none runs them on it."),
     OptionSpec("max_tasks", "int", 1000, True, True,
@@ -282,6 +355,9 @@ class TransportOptions:
     sse_retry_interval: float
     cors_allowed_origins: tuple[str, ...]
     rate_limit_per_principal: int | None
+    max_concurrent_calls_per_principal: int | None
+    tool_bounds: dict[str, dict[str, Any]]
+    max_audit_entries: int
     sync_handler_threads: int | None
     max_tasks: int | None
     max_task_result_bytes: int | None

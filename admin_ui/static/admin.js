@@ -181,8 +181,10 @@
 
   function describeChange(e) {
     if (e.action === "limits") {
+      const shown = (v) => (v !== null && typeof v === "object" ? JSON.stringify(v)
+        : typeof v === "boolean" ? (v ? "on" : "off") : fmtLimit(v));
       return Object.entries(e.detail)
-        .map(([k, v]) => `${k} ${fmtLimit(v.old)} → ${fmtLimit(v.new)}`).join(", ");
+        .map(([k, v]) => `${k} ${shown(v.old)} → ${shown(v.new)}`).join(", ");
     }
     if (e.action === "end_session") return "ended session " + shortId(e.detail.id);
     if (e.action === "close_stream") return "closed listen stream " + shortId(e.detail.id);
@@ -429,10 +431,12 @@
 
   const fields = () => $$(".limit", form).map((row) => ({
     row, name: row.dataset.limit, kind: row.dataset.kind, nullable: row.dataset.nullable === "true",
-    input: $("input[type=number]", row), none: $("input[type=checkbox]", row),
+    input: $("input[type=number], select", row), none: $("input[type=checkbox]", row),
+    size: $(".unit-size", row),
   }));
 
   function formValue(f) {
+    if (f.kind === "bool") return f.input.value === "true";
     if (f.none && f.none.checked) return null;
     const raw = f.input.value.trim();
     if (raw === "") return undefined;
@@ -445,6 +449,10 @@
       const v = formValue(f);
       f.row.classList.toggle("changed", serverLimits !== null && v !== undefined && v !== serverLimits[f.name]);
       f.input.disabled = READ_ONLY || (f.none ? f.none.checked : false);
+      if (f.size) {  // a size in bytes, shown in units too
+        const n = Number(f.input.value);
+        f.size.textContent = f.input.value !== "" && Number.isFinite(n) && n >= 1024 ? "= " + fmtBytes(n) : "";
+      }
     }
   }
 
@@ -456,6 +464,7 @@
       const editing = previous !== null && f.row.classList.contains("changed");
       if (editing && !READ_ONLY) continue; // never overwrite what the operator is typing
       const v = limits[f.name];
+      if (f.kind === "bool") { f.input.value = v ? "true" : "false"; continue; }
       if (f.none) f.none.checked = v === null;
       f.input.value = v === null ? "" : String(v);
       f.input.placeholder = v === null ? "no limit" : "";

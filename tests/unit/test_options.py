@@ -249,16 +249,17 @@ def test_not_nullable_bounds_refuse_none_text(name: str) -> None:
 
 def test_every_bound_is_nullable_exactly_as_documented() -> None:
     assert NULLABLE == [
-        "forward_idle_timeout", "listen_keepalive_interval", "max_initialize_request_bytes",
+        "forward_idle_timeout", "listen_keepalive_interval",
+        "max_concurrent_calls_per_principal", "max_initialize_request_bytes",
         "max_listen_subscriptions", "max_resource_subscription_bytes", "max_sessions",
         "max_task_result_bytes", "max_tasks", "rate_limit_per_principal",
         "session_idle_timeout", "shutdown_grace", "sse_keepalive_interval", "stream_stall_timeout",
         "sync_handler_threads"]
     assert NOT_NULLABLE_BOUNDS == [
         "cluster_heartbeat_ttl", "cluster_outage_buffer", "cluster_stream_length",
-        "event_store_max_age", "event_store_max_bytes", "max_bearer_token_bytes",
-        "max_request_bytes", "max_stream_queue", "server_to_client_request_timeout",
-        "sse_retry_interval", "task_ttl"]
+        "event_store_max_age", "event_store_max_bytes", "max_audit_entries",
+        "max_bearer_token_bytes", "max_request_bytes", "max_stream_queue",
+        "server_to_client_request_timeout", "sse_retry_interval", "task_ttl"]
 
 
 @pytest.mark.parametrize("name", INT_BOUNDS)
@@ -334,3 +335,17 @@ def test_update_messages_for_unknown_and_not_live_options() -> None:
 def test_repr_lists_only_what_differs_from_the_defaults() -> None:
     assert repr(TransportOptions()) == "TransportOptions()"
     assert repr(TransportOptions(max_sessions=5)) == "TransportOptions(max_sessions=5)"
+
+
+def test_tool_bounds_take_json_text_and_name_the_bad_field() -> None:
+    opts = TransportOptions(tool_bounds='{"slow": {"timeout": 2, "max_concurrency": null}}')
+    assert opts.tool_bounds == {"slow": {"timeout": 2.0, "max_concurrency": None}}
+    for bad, message in (({"slow": {"timeout": -1}}, "slow.timeout must be a positive"),
+                         ({"slow": {"timeout": "2"}}, "slow.timeout must be a positive"),
+                         ({"slow": {"max_concurrency": 1.5}}, "slow.max_concurrency must be"),
+                         ({"slow": {"retries": 1}}, "slow.retries unknown field"),
+                         (["slow"], "must map tool names")):
+        with pytest.raises(OptionError) as info:
+            opts.update({"tool_bounds": bad})
+        assert message in info.value.errors["tool_bounds"]
+    assert opts.tool_bounds == {"slow": {"timeout": 2.0, "max_concurrency": None}}

@@ -17,6 +17,7 @@ from .caps import Caps
 from .feed import Feed, notification_fields
 from .link import DOWN, Link, log
 from .members import Members
+from .rate_limit import attach as attach_governance
 from .shared import SharedConfig, parse_version
 
 if TYPE_CHECKING:
@@ -124,6 +125,7 @@ class Cluster:
         self.transport.options.subscribe(self.shared.on_local)
         self.server.add_relay(self)
         self.transport.cluster = self
+        attach_governance(self)  # the shared rate limit, audit process id, readiness
         self._tasks = [asyncio.create_task(t()) for t in (
             self.link.supervise, self.feed.write_loop, self.feed.read_loop, self.members.loop,
             self._caps_loop)]

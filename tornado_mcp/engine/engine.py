@@ -29,7 +29,7 @@ import contextlib
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 from ..options import TransportOptions
@@ -57,6 +57,7 @@ from ..tasks import methods as task_methods
 from ..tasks.manager import TaskManager
 from ..tasks.record import TaskRecord
 from ..tasks.store import TaskStore
+from .governance import GOVERNED, Governance
 from .listen_index import NotificationHub
 from .middleware import Chain, Middleware, RateLimit, Refused
 from .task_watch import Watchers
@@ -115,12 +116,17 @@ class Engine:
         self.middleware = Chain(self.rate_limit, middleware, server.middleware)
         #: Where plain ``def`` handlers run (``sync_handler_threads``).
         self.sync_runner = SyncRunner(options.sync_handler_threads)
+        #: Per-tool and per-caller bounds, statistics and the audit trail.
+        self.governance = Governance(server, options, self.sync_runner)
         #: Tasks: tool calls answered with a handle the client polls.
         self.tasks = TaskManager(self, task_store)
         #: Listen streams watching tasks (``taskIds``).
         self.watchers = Watchers()
         #: Set once :meth:`drain` began: new requests are refused from then on.
         self.closing = False
+        #: Checks the readiness probe runs: each returns why the engine cannot serve now,
+        #: or ``None`` (the cluster adds one for its Redis).
+        self.readiness_checks: list[Callable[[], str | None]] = []
         self._running: set[asyncio.Task[Any]] = set()
         self._idle: asyncio.Event | None = None
 
@@ -138,6 +144,16 @@ class Engine:
     def in_flight(self) -> int:
         """Requests being handled right now (task runs are counted by the task manager)."""
         return len(self._running)
+
+    def not_ready(self) -> str | None:
+        """Why this engine cannot serve right now (draining, a check failing), or None."""
+        if self.closing:
+            return "draining: shutting down"
+        for check in self.readiness_checks:
+            reason = check()
+            if reason is not None:
+                return reason
+        return None
 
     def initialize_result(self, version: str) -> dict[str, Any]:
         """The result of a legacy ``initialize`` at ``version``, tasks capability included."""
@@ -188,7 +204,10 @@ class Engine:
             self._running.add(task)
         CURRENT_RUNNER.set(self.sync_runner)  # where plain def handlers run (this task only)
         try:
-            if self.middleware.active(opts):
+            if method in GOVERNED:
+                result = await self.governance.call(
+                    ctx, self._via_middleware if self.middleware.active(opts) else self._handle)
+            elif self.middleware.active(opts):
                 result = await self.middleware.run(ctx, self._handle)
             else:
                 result = await self._handle(method, ctx.params, ctx)
@@ -236,6 +255,18 @@ class Engine:
             if exc.refusal is not None:
                 self.count_refusal(exc.refusal)
             raise
+
+    async def _via_middleware(self, method: str, params: dict[str, Any],
+                              ctx: Context) -> dict[str, Any]:
+        return await self.middleware.run(ctx, self._handle)
+
+    async def governed_run(self, ctx: Context,
+                           work: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+        """A task run: ``work()`` within its tool's timeout, counted and audited."""
+        async def inner(method: str, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+            return await work()
+
+        return await self.governance.call(ctx, inner, task_run=True)
 
     async def _handle(self, method: str, params: dict[str, Any],
                       ctx: Context) -> dict[str, Any]:
@@ -295,6 +326,13 @@ class Engine:
         session.notifier = None
         if self.server.subscriptions is not None:
             self.server.subscriptions.forget(session)
+        for mw in (*self.middleware.user, *self.middleware.shared):
+            ended = getattr(mw, "session_ended", None)  # e.g. the OpenTelemetry metrics
+            if ended is not None:
+                try:
+                    ended(session)
+                except Exception:
+                    log.exception("session_ended of %r raised", mw)
         if self._on_session_removed is not None:
             self._on_session_removed(session)
         for ctx in list(session.in_flight.values()):

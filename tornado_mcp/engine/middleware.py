@@ -39,7 +39,7 @@ import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..protocol import HEADER_RETRY_AFTER, RATE_LIMITED, REQUEST_REFUSED, TOOLS_CALL, Refusal
 from ..protocol.errors import MCPError
@@ -49,6 +49,12 @@ from ..server.server import Middleware as Middleware
 if TYPE_CHECKING:
     from ..options import TransportOptions
     from ..server.context import Context
+
+
+class SharedBuckets(Protocol):
+    """Buckets kept elsewhere (a cluster's Redis: :mod:`tornado_mcp.cluster.rate_limit`)."""
+
+    async def take(self, key: str, local: RateLimit) -> float | None: ...
 
 #: What the chain ends in: the server's ``handle(method, params, ctx)``.
 Endpoint = Callable[[str, dict[str, Any], "Context"], Awaitable[dict[str, Any]]]
@@ -145,7 +151,11 @@ class RateLimit:
     token is back).  The caller is the principal's subject when authenticated, else the
     client's address.  The option is read on every request, so a change applies at once.
     At most ``max_buckets`` callers are tracked (see :data:`MAX_RATE_BUCKETS`).
+    In a cluster the buckets are shared through Redis (``shared``, set by the cluster).
     """
+
+    #: Where the buckets live instead of here (a cluster's Redis), or None.
+    shared: SharedBuckets | None = None
 
     def __init__(self, options: TransportOptions,
                  max_buckets: int = MAX_RATE_BUCKETS,
@@ -167,9 +177,11 @@ class RateLimit:
     def key(ctx: Context) -> str:
         return ctx.principal.caller or f"address:{ctx.remote_ip or '-'}"
 
-    def take(self, key: str) -> float | None:
-        """Take a token for ``key``: ``None`` when allowed, else seconds until allowed."""
-        limit = self.options.rate_limit_per_principal
+    def take(self, key: str, limit: int | None = None) -> float | None:
+        """Take a token for ``key``: ``None`` when allowed, else seconds until allowed.
+        ``limit`` replaces the option (a cluster's local share during a Redis outage)."""
+        if limit is None:
+            limit = self.options.rate_limit_per_principal
         if limit is None:
             return None
         now = self.clock()
@@ -224,7 +236,9 @@ class RateLimit:
         heapq.heapify(self._full_at)
 
     async def __call__(self, ctx: Context, call_next: CallNext) -> dict[str, Any]:
-        wait = self.take(self.key(ctx))
+        shared = self.shared
+        wait = self.take(self.key(ctx)) if shared is None \
+            else await shared.take(self.key(ctx), self)
         if wait is None:
             return await call_next()
         seconds = max(1, math.ceil(wait))

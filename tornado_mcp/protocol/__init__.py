@@ -171,6 +171,10 @@ class Refusal(enum.StrEnum):
     CLUSTER_OUTAGE_BUFFER = "cluster_outage_buffer"
     EVENT_STORE_MAX_BYTES = "event_store_max_bytes"
     RATE_LIMIT_PER_PRINCIPAL = "rate_limit_per_principal"
+    #: a tool, resource or prompt with ``max_concurrency`` calls already running,
+    MAX_CONCURRENCY = "max_concurrency"
+    #: a caller with ``max_concurrent_calls_per_principal`` calls already in flight,
+    MAX_CONCURRENT_CALLS_PER_PRINCIPAL = "max_concurrent_calls_per_principal"
     MAX_TASKS = "max_tasks"
     MAX_TASK_RESULT_BYTES = "max_task_result_bytes"
     #: Authentication (see :mod:`tornado_mcp.auth`): no credential where one is required,

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..protocol import PROMPTS_GET, RESOURCES_READ, SERVER_METHODS, TOOLS_CALL
+from .bounds import CallBounds, Redact, bounds_of
 from .contract import Handler, HandlerSpec
 from .extension_registry import ExtensionRegistry
 from .primitives import Prompt, PromptArgument, Resource, ResourceTemplate, Tool
@@ -52,6 +53,8 @@ class Registry(ExtensionRegistry):
         self._cache: dict[str, Any] = {}
         #: Scopes each tool, prompt and resource needs (the ``scopes=`` of the decorators).
         self.scope_rules = ScopeRules()
+        #: Declared call bounds, by (method, name): see :mod:`tornado_mcp.server.bounds`.
+        self.call_bounds: dict[tuple[str, str], CallBounds] = {}
 
     def tool(self, name: str | None = None, *, title: str | None = None,
              description: str | None = None, input_schema: dict[str, Any] | None = None,
@@ -61,9 +64,14 @@ class Registry(ExtensionRegistry):
              meta: dict[str, Any] | None = None,
              structured_output: bool | None = None,
              scopes: Iterable[str] | None = None,
-             ui: str | dict[str, Any] | None = None) -> Callable[[F], F]:
+             ui: str | dict[str, Any] | None = None, timeout: float | None = None,
+             max_concurrency: int | None = None, audit_arguments: bool = False,
+             redact: Redact | None = None) -> Callable[[F], F]:
         """Register a tool; see :meth:`add_tool`.  ``scopes``: what a caller needs to call
-        it (see :mod:`tornado_mcp.server.scopes`)."""
+        it (see :mod:`tornado_mcp.server.scopes`); ``timeout``, ``max_concurrency``,
+        ``audit_arguments`` and ``redact``: see :mod:`tornado_mcp.server.bounds`."""
+        bounds = bounds_of(timeout, max_concurrency, audit_arguments, redact)
+
         def register(fn: F) -> F:
             self.add_tool(fn, name, title=title, description=description,
                           input_schema=input_schema, output_schema=output_schema,
@@ -71,6 +79,7 @@ class Registry(ExtensionRegistry):
                           structured_output=structured_output, ui=ui)
             if scopes:
                 self.scope_rules.require(TOOLS_CALL, name or fn.__name__, scopes)
+            self._bound(TOOLS_CALL, name or fn.__name__, bounds)
             return fn
         return register
 
@@ -116,12 +125,17 @@ class Registry(ExtensionRegistry):
                  size: int | None = None, icons: list[dict[str, Any]] | None = None,
                  annotations: dict[str, Any] | None = None, meta: dict[str, Any] | None = None,
                  ttl_ms: int | None = None, cache_scope: str | None = None,
-                 scopes: Iterable[str] | None = None) -> Callable[[F], F]:
+                 scopes: Iterable[str] | None = None, timeout: float | None = None,
+                 max_concurrency: int | None = None) -> Callable[[F], F]:
         """Register a resource (``uri``) or, when ``uri`` holds ``{var}``, a template.
 
         The function returns ``str`` (text), ``bytes`` (blob), a contents dict or a list of
         them; a template's function receives the variables as keyword arguments.
+        ``timeout`` and ``max_concurrency`` bound its reads (for a template, all of them
+        together).
         """
+        bounds = bounds_of(timeout, max_concurrency, False, None)
+
         def register(fn: F) -> F:
             kwargs: dict[str, Any] = dict(title=title, description=description,
                                           mime_type=mime_type, icons=icons,
@@ -133,6 +147,7 @@ class Registry(ExtensionRegistry):
                 self.add_resource(fn, uri, name, size=size, **kwargs)
             if scopes:
                 self.scope_rules.require(RESOURCES_READ, uri, scopes)
+            self._bound(RESOURCES_READ, uri, bounds)
             return fn
         return register
 
@@ -171,13 +186,18 @@ class Registry(ExtensionRegistry):
                arguments: Iterable[PromptArgument | dict[str, Any]] | None = None,
                icons: list[dict[str, Any]] | None = None,
                meta: dict[str, Any] | None = None,
-               scopes: Iterable[str] | None = None) -> Callable[[F], F]:
+               scopes: Iterable[str] | None = None, timeout: float | None = None,
+               max_concurrency: int | None = None, audit_arguments: bool = False,
+               redact: Redact | None = None) -> Callable[[F], F]:
         """Register a prompt; its arguments come from the signature unless given."""
+        bounds = bounds_of(timeout, max_concurrency, audit_arguments, redact)
+
         def register(fn: F) -> F:
             self.add_prompt(fn, name, title=title, description=description,
                             arguments=arguments, icons=icons, meta=meta)
             if scopes:
                 self.scope_rules.require(PROMPTS_GET, name or fn.__name__, scopes)
+            self._bound(PROMPTS_GET, name or fn.__name__, bounds)
             return fn
         return register
 
@@ -266,6 +286,20 @@ class Registry(ExtensionRegistry):
         if name in SERVER_METHODS or name in self._methods or name.startswith("notifications/"):
             raise ValueError(f"method {name!r} is already defined")
         self._methods[name] = HandlerSpec.of(fn)
+
+    def set_bounds(self, method: str, name: str, bounds: CallBounds | None) -> None:
+        """Declare (``None``: forget) the bounds of the tool (``tools/call``), resource or
+        template (``resources/read``, by URI) or prompt (``prompts/get``) ``name``: what
+        the decorators' ``timeout=``, ``max_concurrency=``, ``audit_arguments=`` and
+        ``redact=`` do, for ones registered with a plain call."""
+        if bounds is None:
+            self.call_bounds.pop((method, name), None)
+        else:
+            self.call_bounds[(method, name)] = bounds
+
+    def _bound(self, method: str, name: str, bounds: CallBounds | None) -> None:
+        if bounds is not None:
+            self.call_bounds[(method, name)] = bounds
 
     # -- the read API (what the built-in methods serve) --------------------------------------
     def get_prompt(self, name: str) -> Prompt | None:

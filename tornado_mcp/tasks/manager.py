@@ -24,7 +24,7 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..protocol import (
@@ -67,6 +67,10 @@ class TaskHost(Protocol):
 
     def task_changed(self, record: TaskRecord) -> None:
         """A task's status changed: tell the listen streams watching it."""
+
+    async def governed_run(self, ctx: Context,
+                           work: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+        """Run ``work()`` as a task run: within its tool's timeout, counted, audited."""
 
 
 class _Facts:
@@ -196,15 +200,22 @@ class TaskManager:
     # -- running -----------------------------------------------------------------------------
     async def _run(self, job: Job, work: Awaitable[Any] | None) -> None:
         server = self.t.server
-        try:
+
+        async def handed_over() -> dict[str, Any]:
+            return tool_result(await work)  # type: ignore[misc]
+
+        async def one_round() -> dict[str, Any]:
+            try:
+                return await server.handle(TOOLS_CALL, job.ctx.params, job.ctx)
+            except RunAsTask as handoff:  # a deferred tool, already in a task
+                return tool_result(await handoff.work)
+
+        try:  # each run within its tool's bounds, counted and audited (the governance)
             if work is not None:
-                result = tool_result(await work)
+                result = await self.t.governed_run(job.ctx, handed_over)
             else:
                 while True:
-                    try:
-                        result = await server.handle(TOOLS_CALL, job.ctx.params, job.ctx)
-                    except RunAsTask as handoff:  # a deferred tool, already in a task
-                        result = tool_result(await handoff.work)
+                    result = await self.t.governed_run(job.ctx, one_round)
                     if result.get("resultType") != "input_required":
                         break
                     await self._park(job, result)

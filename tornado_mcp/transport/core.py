@@ -27,7 +27,7 @@ from ..auth.resource import OAuthResource
 from ..engine.engine import Engine
 from ..engine.listen_index import LIST_CHANGED, StreamChannel, change_key
 from ..engine.middleware import Middleware
-from ..introspection import ProcessInfo, Snapshot
+from ..introspection import AuditRecord, ProcessInfo, Snapshot
 from ..options import TransportOptions
 from ..protocol import LEGACY_VERSIONS, MODERN_VERSIONS, Refusal, jsonio
 from ..protocol.identity import ANONYMOUS, Principal
@@ -39,6 +39,7 @@ from .auth import ProtectedResourceMetadataHandler
 from .event_store import EventStore, MemoryEventStore
 from .exchange import Authenticate, ClusterMember, Exchange
 from .handler import MCPHandler
+from .health import probe_routes
 from .linger import linger_close
 from .resume import Resumption
 from .security import RebindingGuard
@@ -334,6 +335,14 @@ class Transport:
         totals, limits and refusals, and (unless turned off) one row per session and per
         listen stream (with each stream's URIs when ``stream_uris``)."""
         return take_snapshot(self, sessions, streams, stream_uris)
+
+    def audit(self, principal: str | None = None, tool: str | None = None,
+              outcome: str | None = None, limit: int = 100) -> tuple[AuditRecord, ...]:
+        return self.engine.governance.trail.query(principal, tool, outcome, limit)  # newest first
+
+    def health_routes(self, healthz: str = "/healthz", readyz: str = "/readyz") -> list[Any]:
+        """The liveness and readiness probes (see :mod:`~tornado_mcp.transport.health`)."""
+        return probe_routes(self, healthz, readyz)
 
     @property
     def in_progress(self) -> int:

@@ -53,7 +53,9 @@ def take_snapshot(t: Endpoint, sessions: bool, streams: bool, stream_uris: bool)
     return Snapshot(taken_at=now_wall, started_at=t.started_at, totals=totals,
                     limits=t.options.as_dict(), refusals=dict(t.refusals),
                     requests_total=t.requests_total, sessions=tuple(session_rows),
-                    streams=tuple(stream_rows), tasks=TaskTotals(**t.tasks.stats()))
+                    streams=tuple(stream_rows), tasks=TaskTotals(**t.tasks.stats()),
+                    tools=t.engine.governance.tool_rows(),
+                    principals=t.engine.governance.principal_rows())
 
 
 def shown(principal: Principal) -> dict[str, Any] | None:
