@@ -18,13 +18,47 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .link import DOWN, log
 
 if TYPE_CHECKING:
+    from ..engine.engine import Engine
     from ..engine.middleware import RateLimit
-    from .core import Cluster
+    from ..options import TransportOptions
+    from .link import Link
+
+
+class _Peers(Protocol):
+    @property
+    def others(self) -> Collection[Any]: ...
+
+
+class _Transport(Protocol):
+    @property
+    def options(self) -> TransportOptions: ...
+
+    @property
+    def engine(self) -> Engine: ...
+
+
+class Cluster(Protocol):
+    """What the shared rate limit uses of the :class:`~tornado_mcp.cluster.Cluster` (the
+    cluster module imports this one, so it is named by what it offers)."""
+
+    id: str
+    namespace: str
+    closed: bool
+
+    @property
+    def link(self) -> Link: ...
+
+    @property
+    def members(self) -> _Peers: ...
+
+    @property
+    def transport(self) -> _Transport: ...
 
 #: Takes one token from the caller's bucket (KEYS[1]) of capacity ARGV[1] tokens refilled
 #: over 60 s; answers 0 when taken, else the milliseconds until a token is back.

@@ -25,6 +25,7 @@ from .bounds import CallBounds, Redact, bounds_of
 from .contract import Handler, HandlerSpec
 from .extension_registry import ExtensionRegistry
 from .primitives import Prompt, PromptArgument, Resource, ResourceTemplate, Tool
+from .registry_reads import RegistryReads
 from .scopes import ScopeRules
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from .session import Session
 
 
-class Registry(ExtensionRegistry):
+class Registry(ExtensionRegistry, RegistryReads):
     """What a server offers; :class:`~tornado_mcp.server.server.Server` adds identity, dispatch
     and notifications.  The skills and MCP Apps registrations are
     :class:`~tornado_mcp.server.extension_registry.ExtensionRegistry`'s."""
@@ -116,9 +117,6 @@ class Registry(ExtensionRegistry):
     def remove_tool(self, name: str) -> None:
         del self._tools[name]
         self._changed("tools")
-
-    def get_tool(self, name: str) -> Tool | None:
-        return self._tools.get(name)
 
     def resource(self, uri: str, name: str | None = None, *, title: str | None = None,
                  description: str | None = None, mime_type: str | None = None,
@@ -300,60 +298,6 @@ class Registry(ExtensionRegistry):
     def _bound(self, method: str, name: str, bounds: CallBounds | None) -> None:
         if bounds is not None:
             self.call_bounds[(method, name)] = bounds
-
-    # -- the read API (what the built-in methods serve) --------------------------------------
-    def get_prompt(self, name: str) -> Prompt | None:
-        return self._prompts.get(name)
-
-    def get_resource(self, uri: str) -> Resource | None:
-        return self._resources.get(uri)
-
-    def get_template(self, uri_template: str) -> ResourceTemplate | None:
-        """The resource template registered as exactly ``uri_template``."""
-        return self._templates.get(uri_template)
-
-    def match_template(self, uri: str) -> tuple[ResourceTemplate, dict[str, str]] | None:
-        """The first resource template matching ``uri``, with its variables."""
-        for tpl in self._templates.values():
-            variables = tpl.template.match(uri)
-            if variables is not None:
-                return tpl, variables
-        return None
-
-    def listing(self, kind: str, items: Iterable[Any] | None = None) -> list[dict[str, Any]]:
-        """What ``tools/list`` (``kind`` "tools"), ``resources/list`` ("resources"),
-        ``resources/templates/list`` ("templates") or ``prompts/list`` ("prompts") show, in
-        order of registration; kept until the next change of that kind.  ``items``: what
-        to describe instead, for a variant of a kind cached under its own name (the list
-        one kind of client sees)."""
-        cached: list[dict[str, Any]] | None = self._cache.get(kind)
-        if cached is None:
-            source = self.primitives(kind) if items is None else items
-            cached = self._cache[kind] = [i.describe() for i in source]
-        return cached
-
-    def primitives(self, kind: str) -> Iterable[Any]:
-        """The registered tools, resources, templates or prompts (``kind`` as for
-        :meth:`listing`), in order of registration."""
-        kinds: dict[str, dict[str, Any]] = {
-            "tools": self._tools, "resources": self._resources,
-            "templates": self._templates, "prompts": self._prompts}
-        return kinds[kind].values()
-
-    @property
-    def completion_handler(self) -> HandlerSpec | None:
-        """The :meth:`completion` handler, if one is registered."""
-        return self._completion
-
-    @property
-    def subscribe_handler(self) -> HandlerSpec | None:
-        """The :meth:`on_subscribe` handler, if one is registered."""
-        return self._subscribe
-
-    @property
-    def unsubscribe_handler(self) -> HandlerSpec | None:
-        """The :meth:`on_unsubscribe` handler, if one is registered."""
-        return self._unsubscribe
 
     def _changed(self, kind: str) -> None:
         self._cache.pop(kind, None)

@@ -75,8 +75,7 @@ class Transport:
         if options is not None and option_values:
             raise TypeError("pass either options= or option keywords, not both")
         self.server = server
-        #: The host app's authentication hook: ``fn(handler)`` -> Principal or ``None``
-        #: (sync or async); see :mod:`tornado_mcp.auth`.
+        #: The host app's authentication hook, ``fn(handler)`` -> Principal or ``None``.
         self.authenticate = authenticate
         #: The OAuth 2.1 resource server configuration, when the endpoint takes tokens.
         self.oauth = oauth
@@ -93,7 +92,6 @@ class Transport:
         self.rate_limit = engine.rate_limit
         self.middleware = engine.middleware
         self.sync_runner = engine.sync_runner
-        #: Tasks: tool calls answered with a handle the client polls.
         self.tasks = engine.tasks
         self.requests_total = 0
         self.started_at = time.time()
@@ -169,11 +167,8 @@ class Transport:
         return self.engine.closing
 
     def host_origin_verdict(self, host_header: str | None, origin: str | None) -> str | None:
-        """The refusal message for this Host/Origin pair, or ``None`` when it is allowed.
-
-        The DNS-rebinding check of the MCP endpoint, for other handlers mounted beside it
-        (the dashboard uses it) to apply the same rule.
-        """
+        """The refusal message for this Host/Origin pair, or ``None`` when it is allowed:
+        the endpoint's DNS-rebinding check, for handlers mounted beside it (the dashboard)."""
         return self.rebinding.verdict(host_header, origin)
 
     def open_session(self, version: str, params: dict[str, Any],
@@ -338,7 +333,8 @@ class Transport:
 
     def audit(self, principal: str | None = None, tool: str | None = None,
               outcome: str | None = None, limit: int = 100) -> tuple[AuditRecord, ...]:
-        return self.engine.governance.trail.query(principal, tool, outcome, limit)  # newest first
+        """The call audit trail, newest first, filtered (see docs/governance.md)."""
+        return self.engine.governance.trail.query(principal, tool, outcome, limit)
 
     def health_routes(self, healthz: str = "/healthz", readyz: str = "/readyz") -> list[Any]:
         """The liveness and readiness probes (see :mod:`~tornado_mcp.transport.health`)."""
