@@ -34,6 +34,7 @@ from ..server.server import Server
 from ..server.session import Session
 from ..tasks.store import TaskStore
 from .auth import ProtectedResourceMetadataHandler
+from .body_deadline import BodyDeadlines
 from .event_store import EventStore, MemoryEventStore
 from .handler import MCPHandler
 from .linger import linger_close
@@ -122,6 +123,8 @@ class Transport:
         self._loop_thread: int | None = None
         self._reaper: PeriodicCallback | None = None
         self._handlers: set[MCPHandler] = set()
+        #: Request bodies still arriving, held to the HTTP server's ``body_timeout``.
+        self.bodies = BodyDeadlines()
         self._lingering: set[asyncio.Future[None]] = set()
         #: The cluster this transport belongs to (set by :meth:`Cluster.start`), or None.
         self.cluster: ClusterMember | None = None
@@ -158,6 +161,7 @@ class Transport:
     def detach(self, handler: MCPHandler) -> None:
         """The request is over, or no longer ours to cancel."""
         self._handlers.discard(handler)
+        self.bodies.complete(handler)
 
     def linger(self, stream: IOStream, response: bytes) -> None:
         """Answer on a connection taken from Tornado, then close it without a reset
@@ -226,6 +230,7 @@ class Transport:
     def _start(self) -> None:
         self._loop = IOLoop.current()
         self._loop_thread = threading.get_ident()
+        self.bodies.start(self._loop)
         if not self.options.stateless:
             self._reaper = PeriodicCallback(self._reap, REAP_INTERVAL_MS)
             self._reaper.start()
@@ -317,6 +322,7 @@ class Transport:
         if self._reaper is not None:
             self._reaper.stop()
             self._reaper = None
+        self.bodies.stop()
         channels: list[StreamChannel] = []
         for stream in self.hub:
             self.hub.remove(stream)

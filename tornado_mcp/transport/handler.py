@@ -94,6 +94,7 @@ class MCPHandler(tornado.web.RequestHandler):
         """
         t = self.transport
         t.attach(self)
+        t.bodies.take_over(self)  # Tornado's per-request body timer off: ours is free
         if t.options.cors_allowed_origins:
             cors.add_headers(self)
         try:
@@ -215,6 +216,7 @@ class MCPHandler(tornado.web.RequestHandler):
 
     async def _guarded(self, work: Callable[[], Awaitable[None]]) -> None:
         """Run ``work``, answering a :class:`Reply` it raises; never a traceback."""
+        self.transport.bodies.complete(self)  # the body is in: its deadline is met
         if self._finished:
             return
         if self._deferred is not None:
