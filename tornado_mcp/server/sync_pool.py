@@ -22,8 +22,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import os
 import queue
 import threading
+import weakref
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -40,9 +42,25 @@ _CANCEL = _Cancel()
 
 
 class _Completions:
-    """Outcomes of calls made from one loop, waiting to be set on their futures there."""
+    """Outcomes of calls made from one loop, waiting to be set on their futures there.
 
-    __slots__ = ("items", "lock", "loop", "pool", "scheduled")
+    A worker wakes the loop by writing one byte to a pipe the loop watches
+    (``add_reader``), which costs the loop no callback object and the worker one system
+    call; where the loop cannot watch a pipe, and after :meth:`detach`, it wakes it with
+    ``call_soon_threadsafe``.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_rfd",
+        "_wfd",
+        "items",
+        "lock",
+        "loop",
+        "piped",
+        "pool",
+        "scheduled",
+    )
 
     def __init__(self, loop: asyncio.AbstractEventLoop, pool: SyncPool) -> None:
         self.loop = loop
@@ -50,6 +68,18 @@ class _Completions:
         self.items: deque[tuple[asyncio.Future[Any], Any, BaseException | None]] = deque()
         self.lock = threading.Lock()
         self.scheduled = False
+        self.piped = False
+        self._rfd, self._wfd = os.pipe()
+        os.set_blocking(self._rfd, False)
+        os.set_blocking(self._wfd, False)
+        # Closed once nothing can write to them any more (no worker holds this object).
+        weakref.finalize(self, _close_fds, self._rfd, self._wfd)
+        try:
+            loop.add_reader(self._rfd, self._readable)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass  # e.g. a proactor loop: call_soon_threadsafe it is
+        else:
+            self.piped = True
 
     def add(self, fut: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:
         """From a worker thread: hand an outcome to the loop (one wake-up per batch)."""
@@ -58,8 +88,27 @@ class _Completions:
             if self.scheduled:
                 return  # the pending drain takes this one too
             self.scheduled = True
+            if self.piped:
+                with contextlib.suppress(BlockingIOError):  # full: a wake-up is pending
+                    os.write(self._wfd, b"\0")
+                return
         with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
             self.loop.call_soon_threadsafe(self.drain)
+
+    def _readable(self) -> None:
+        with contextlib.suppress(BlockingIOError, InterruptedError):
+            os.read(self._rfd, 4096)
+        self.drain()
+
+    def detach(self) -> None:
+        """On the loop: stop watching the pipe (later outcomes come back through
+        ``call_soon_threadsafe``) and set what already came back."""
+        with self.lock:
+            piped, self.piped = self.piped, False
+        if piped:
+            with contextlib.suppress(Exception):
+                self.loop.remove_reader(self._rfd)
+        self.drain()
 
     def drain(self) -> None:
         """On the loop: set every outcome that came back."""
@@ -153,3 +202,22 @@ class SyncPool:
             item[4].add(item[3], None, _CANCEL)  # cancelled (and counted off) on its loop
         for _ in self._workers:
             self._queue.put(None)
+        for completions in list(self._completions.values()):
+            if completions.loop is _running_loop():
+                completions.detach()
+            else:
+                with contextlib.suppress(RuntimeError):
+                    completions.loop.call_soon_threadsafe(completions.detach)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _close_fds(*fds: int) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
