@@ -31,10 +31,12 @@ from bench.scenarios import s1_throughput, s2_churn, s3_memory, s4_fanout, s5_ab
 from bench.scenarios.common import Config
 from bench.servers import (
     DEFAULT_OURS,
+    DEFAULTS_OURS,
     REPO_DIR,
     Target,
     bare_target,
     cpu_count,
+    defaults_target,
     ours_target,
     pin_self_to_loadgen_cpu,
     raise_fd_limit,
@@ -105,6 +107,12 @@ def build_targets(args: argparse.Namespace) -> tuple[list[Target], list[str]]:
                 raise SystemExit(f"cannot run {why}")
             else:
                 skipped.append(why)
+        elif name == "defaults":
+            ok, why = _ours_available(args.defaults_cmd)
+            if ok:
+                targets.append(defaults_target(args.defaults_cmd))
+            else:
+                skipped.append(why)
         elif name == "sdk":
             targets.append(sdk_target())
         elif name == "bare":
@@ -138,11 +146,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--only", default="", help="comma-separated scenarios, e.g. S1,S4")
     parser.add_argument(
         "--targets",
-        default="ours,sdk,bare,ts",
-        help="comma-separated: ours, sdk, bare, ts (ts only when its fixture is installed)",
+        default="ours,defaults,sdk,bare,ts",
+        help="comma-separated: ours (the bench configuration), defaults (S1 only), uvloop, "
+        "sdk, bare, ts (ts only when its fixture is installed)",
     )
     parser.add_argument(
         "--ours-cmd", default=DEFAULT_OURS, help="our server's command (without --port)"
+    )
+    parser.add_argument(
+        "--defaults-cmd",
+        default=DEFAULTS_OURS,
+        help="our server with its defaults, measured beside it in S1 (without --port)",
     )
     parser.add_argument(
         "--ts-cmd", default="", help=f"TypeScript SDK command (default: {DEFAULT_TS})"
@@ -222,8 +236,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     for key in only:
         log(f"== {key} ({', '.join(t.label for t in targets)})")
         t0 = time.monotonic()
+        # The defaults are S1's second configuration of our server; the other scenarios
+        # measure the bench configuration only.
+        chosen = targets if key == "S1" else [t for t in targets if t.name != "defaults"]
         try:
-            section = SCENARIOS[key](targets, cfg)
+            section = SCENARIOS[key](chosen, cfg)
         except Exception as exc:  # keep going: one broken scenario must not hide the rest
             log(traceback.format_exc())
             section = {"rows": [], "errors": 1, "error": f"{type(exc).__name__}: {exc}"}

@@ -1,7 +1,13 @@
 """Server CPU per request as callgrind instruction counts.
 
 Run: ``python -m bench.callgrind [--requests 300] [--warmup 100]
-[--modes legacy-sse,legacy-json,modern] [--targets tornado-mcp,bare] [--json]``.
+[--modes legacy-sse,legacy-json,modern] [--targets tornado-mcp,defaults,defaults-async,bare]
+[--json]``.
+
+Targets: ``tornado-mcp`` is the bench configuration (``--body-timeout none
+--sync-handler-threads none``: the transport's own cost); ``defaults`` the same server as
+a user runs it (a 60 s body timeout, the plain ``def`` echo tool in the thread pool);
+``defaults-async`` the defaults with the echo tool an ``async def``; ``bare`` bare Tornado.
 
 For each S1 mode and each target, the server is started under
 ``valgrind --tool=callgrind --instr-atstart=no`` (valgrind runs the tool in the
@@ -41,7 +47,9 @@ from bench.servers import (
     ServerOptions,
     ServerProcess,
     Target,
+    async_echo_target,
     bare_target,
+    defaults_target,
     ours_target,
     pin_self_to_loadgen_cpu,
     start_server,
@@ -52,7 +60,9 @@ CONTROL_TIMEOUT_S = 60.0
 DUMP_TIMEOUT_S = 120.0
 REQUEST_TIMEOUT_S = 30.0
 FIRST_ID = 1_000_000  # request ids of one width, so every measured body has the same size
-TARGET_NAMES = {"tornado-mcp": "ours", "ours": "ours", "bare": "bare"}
+TARGET_NAMES = {"tornado-mcp": "ours", "ours": "ours", "defaults": "defaults",
+                "defaults-async": "defaults-async", "bare": "bare"}
+DEFAULT_TARGETS = "tornado-mcp,defaults,defaults-async,bare"
 
 
 def under_callgrind(target: Target, out_file: Path) -> Target:
@@ -220,15 +230,18 @@ def run(
     return rows
 
 
-def ratios(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
-    """tornado-mcp / bare Tornado per mode (SSE mode against bare SSE framing)."""
-    out: dict[str, float] = {}
+def ratios(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Each target / bare Tornado, per target and mode (SSE mode against bare SSE
+    framing): ``{"ours": {"modern": 1.3, ...}, "defaults": {...}}``."""
+    out: dict[str, dict[str, float]] = {}
     for row in rows:
         if row["target"] == "bare":
             continue
         bare = [r for r in rows if r["target"] == "bare" and r["mode"] == row["mode"]]
         if bare:
-            out[row["mode"]] = row["per_request"] / bare[0]["per_request"]
+            out.setdefault(row["target"], {})[row["mode"]] = (
+                row["per_request"] / bare[0]["per_request"]
+            )
     return out
 
 
@@ -236,9 +249,8 @@ def render(rows: Sequence[dict[str, Any]], targets: Sequence[Target], meta: dict
     by_key = {(r["mode"], r["target"]): r for r in rows}
     modes = list(dict.fromkeys(r["mode"] for r in rows))
     rel = ratios(rows)
-    head = ["mode", *(t.label for t in targets)]
-    if rel:
-        head.append("ratio")
+    rated = [t for t in targets if t.name in rel]
+    head = ["mode", *(t.label for t in targets), *(f"{t.label} ÷ bare" for t in rated)]
     lines = [
         f"callgrind instructions per `tools/call echo` request: {meta['requests']} requests "
         f"after {meta['warmup']} warm-up, one keep-alive connection",
@@ -256,8 +268,9 @@ def render(rows: Sequence[dict[str, Any]], targets: Sequence[Target], meta: dict
                 cells.append(f"{row['per_request']:,} ({row['path']})")
             else:
                 cells.append(f"{row['per_request']:,}")
-        if rel:
-            cells.append(f"{rel[mode]:.3f}x" if mode in rel else "-")
+        for target in rated:
+            ratio = rel[target.name].get(mode)
+            cells.append("-" if ratio is None else f"{ratio:.3f}x")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -281,11 +294,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="comma-separated S1 modes: " + ", ".join(m.name for m in MODES),
     )
     parser.add_argument(
-        "--targets", default="tornado-mcp,bare", help="comma-separated: tornado-mcp (or ours), bare"
+        "--targets",
+        default=DEFAULT_TARGETS,
+        help="comma-separated: tornado-mcp (or ours), defaults, defaults-async, bare",
     )
     parser.add_argument(
-        "--ours-cmd", default=DEFAULT_OURS, help="our server's command (without --port)"
+        "--ours-cmd", default=DEFAULT_OURS, help="the bench configuration's command (no --port)"
     )
+    parser.add_argument("--defaults-cmd", default="", help="the defaults' command (no --port)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     return parser.parse_args(argv)
 
@@ -303,11 +319,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     targets: list[Target] = []
     for name in (t.strip() for t in args.targets.split(",") if t.strip()):
         if name not in TARGET_NAMES:
-            raise SystemExit(f"unknown target {name!r} (tornado-mcp, bare)")
+            raise SystemExit(f"unknown target {name!r} ({', '.join(TARGET_NAMES)})")
         kind = TARGET_NAMES[name]
         if any(t.name == kind for t in targets):
             continue
-        targets.append(ours_target(args.ours_cmd) if kind == "ours" else bare_target())
+        if kind == "ours":
+            targets.append(ours_target(args.ours_cmd))
+        elif kind == "defaults":
+            targets.append(defaults_target(args.defaults_cmd) if args.defaults_cmd
+                           else defaults_target())
+        elif kind == "defaults-async":
+            targets.append(async_echo_target())
+        else:
+            targets.append(bare_target())
     if not targets:
         raise SystemExit("no target to run")
     for tool in ("valgrind", "callgrind_control"):
@@ -340,7 +364,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     shutil.rmtree(work_dir, ignore_errors=True)
     if args.json:
-        rel = {k: round(v, 4) for k, v in ratios(rows).items()}
+        rel = {t: {m: round(v, 4) for m, v in by_mode.items()}
+               for t, by_mode in ratios(rows).items()}
         print(json.dumps({"meta": meta, "rows": rows, "ratios": rel}, indent=2))
     else:
         print(render(rows, targets, meta))

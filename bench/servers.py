@@ -25,10 +25,15 @@ HOST = "127.0.0.1"
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
 READY_TIMEOUT_S = 20.0
-#: The transport's cost: no dashboard, and plain ``def`` tools (the echo) run on the IOLoop
-#: rather than handed to the thread pool (docs/performance.md gives the pool's own cost).
+#: The bench configuration: the transport's cost, with no dashboard, no body timeout and
+#: plain ``def`` tools (the echo) run on the IOLoop rather than handed to the thread pool.
 DEFAULT_OURS = ("python examples/conformance_server.py --no-admin --log-level warning"
                 " --sync-handler-threads none --body-timeout none")
+#: What a user runs: the same server with its defaults (a 60 s body timeout, plain ``def``
+#: tools in the pool of 4 threads); only the dashboard and the access log are off.
+DEFAULTS_OURS = "python examples/conformance_server.py --no-admin --log-level warning"
+#: The defaults with the echo tool an ``async def`` (it needs no thread).
+ASYNC_ECHO_OURS = "python bench/fixtures/async_echo_server.py --no-admin --log-level warning"
 STOP_TIMEOUT_S = 5.0
 
 
@@ -114,9 +119,11 @@ def ts_target(command: str) -> Target:
     return Target("ts", "TypeScript SDK", "mcp", build, supports_modern=False)
 
 
-def ours_target(command: str, uvloop: bool = False) -> Target:
+def ours_target(command: str, uvloop: bool = False, name: str = "ours",
+                label: str = "tornado-mcp") -> Target:
     """Our server: ``command`` is split like a shell would, then flags are appended
-    (``--uvloop`` too for the ``uvloop`` target: the same server on uvloop's event loop)."""
+    (``--uvloop`` too for the ``uvloop`` target: the same server on uvloop's event loop).
+    ``name`` and ``label`` tell configurations apart (``defaults``, ``defaults-async``)."""
     base = [python_exe() if part == "python" else part for part in shlex.split(command)]
     if uvloop:
         base.append("--uvloop")
@@ -133,7 +140,17 @@ def ours_target(command: str, uvloop: bool = False) -> Target:
 
     if uvloop:
         return Target("uvloop", "tornado-mcp + uvloop", "mcp", build)
-    return Target("ours", "tornado-mcp", "mcp", build)
+    return Target(name, label, "mcp", build)
+
+
+def defaults_target(command: str = DEFAULTS_OURS) -> Target:
+    """Our server as a user runs it (body timeout and thread pool on)."""
+    return ours_target(command, name="defaults", label="tornado-mcp defaults")
+
+
+def async_echo_target(command: str = ASYNC_ECHO_OURS) -> Target:
+    """The defaults with the echo tool an ``async def``."""
+    return ours_target(command, name="defaults-async", label="defaults, async echo")
 
 
 def free_port() -> int:

@@ -298,8 +298,10 @@ def loopback_sockets() -> list[socket.socket]:
 async def running(server: Server, *, transport: Transport | None = None,
                   extra_routes: Callable[[Transport], list[Any]] | None = None,
                   sockets: list[socket.socket] | None = None,
+                  http_options: dict[str, Any] | None = None,
                   **options: Any) -> AsyncIterator[Running]:
-    """Serve ``server`` on an ephemeral loopback port for the duration of the block.
+    """Serve ``server`` on an ephemeral loopback port for the duration of the block
+    (``http_options``: keyword arguments of the ``HTTPServer``, e.g. ``body_timeout``).
 
     The socket is bound to port 0 and the port the kernel chose is read back from it, so
     no other process can take it between choosing and binding.  ``sockets``: ones bound
@@ -313,7 +315,7 @@ async def running(server: Server, *, transport: Transport | None = None,
     if extra_routes is not None:
         routes.extend(extra_routes(t))
     app = tornado.web.Application(routes)
-    http = tornado.httpserver.HTTPServer(app)
+    http = tornado.httpserver.HTTPServer(app, **(http_options or {}))
     sockets = sockets or loopback_sockets()
     http.add_sockets(sockets)
     port = sockets[0].getsockname()[1]

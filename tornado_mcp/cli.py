@@ -66,9 +66,9 @@ def add_option_flags(parser: argparse.ArgumentParser) -> None:
                              f"stays idle between requests longer (default: {HEADER_TIMEOUT:g})")
     parser.add_argument("--body-timeout", type=_seconds, default=BODY_TIMEOUT,
                         metavar="SECONDS",
-                        help="close a connection whose request body takes longer; 'none' "
-                             "saves Tornado's per-request timer, about 150,000 instructions "
-                             f"(default: {BODY_TIMEOUT:g})")
+                        help="close a connection whose request body takes longer (the MCP "
+                             "endpoint keeps this bound itself, without Tornado's "
+                             f"per-request timer) (default: {BODY_TIMEOUT:g})")
     parser.add_argument("--backlog", type=int, default=BACKLOG,
                         help="listen backlog: connections the kernel queues before they are "
                              f"accepted (default: {BACKLOG}, capped by the kernel)")

@@ -18,6 +18,7 @@ faithful JSON Schema, is refused then, with :class:`TypeError` or
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import types
 import typing
@@ -102,8 +103,9 @@ class HandlerSpec:
         if self.ctx_param is not None:
             kwargs = {**kwargs, self.ctx_param: ctx}
         result = call_handler(self.fn, kwargs)  # a plain def: in the transport's pool
-        if type(result) is types.CoroutineType or (
-                type(result) not in _PLAIN and inspect.isawaitable(result)):
+        kind = type(result)
+        if kind is types.CoroutineType or kind is asyncio.Future or (  # the pool's future
+                kind not in _PLAIN and inspect.isawaitable(result)):
             result = await result
         return result
 

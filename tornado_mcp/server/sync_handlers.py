@@ -28,6 +28,8 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from .sync_pool import SyncPool
+
 T = TypeVar("T")
 
 #: Seconds a pool thread waits for the IOLoop to run what it handed over.
@@ -37,25 +39,25 @@ _KIND_CACHE_SIZE = 4096
 
 
 class SyncRunner:
-    """A transport's pool for plain handlers: ``threads`` threads, made on first use."""
+    """A transport's pool for plain handlers: ``threads`` threads, made as calls need them
+    (see :mod:`~tornado_mcp.server.sync_pool` for how a call goes there and back)."""
 
     def __init__(self, threads: int | None) -> None:
         self.threads = threads
-        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._pool: SyncPool | None = None
 
     def submit(self, fn: Callable[..., Any], kwargs: dict[str, Any]) -> asyncio.Future[Any]:
         """Run ``fn(**kwargs)`` in the pool; a future of its result, on the running loop."""
-        if self._pool is None:
-            self._pool = concurrent.futures.ThreadPoolExecutor(
-                self.threads, thread_name_prefix="tornado-mcp-sync")
-        loop = asyncio.get_running_loop()
-        context = contextvars.copy_context()
-        return loop.run_in_executor(self._pool, context.run, _in_worker, loop, fn, kwargs)
+        pool = self._pool
+        if pool is None:
+            assert self.threads is not None
+            pool = self._pool = SyncPool(self.threads, "tornado-mcp-sync", _in_worker)
+        return pool.submit(fn, kwargs)
 
     def shutdown(self) -> None:
         """Stop taking work; threads end once their running functions return."""
         if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool.shutdown()
             self._pool = None
 
 

@@ -36,6 +36,7 @@ from ..server.server import Server
 from ..server.session import Session
 from ..tasks.store import TaskStore
 from .auth import ProtectedResourceMetadataHandler
+from .body_deadline import BodyDeadlines
 from .event_store import EventStore, MemoryEventStore
 from .exchange import Authenticate, ClusterMember, Exchange
 from .handler import MCPHandler
@@ -105,6 +106,8 @@ class Transport:
         self._loop_thread: int | None = None
         self._reaper: PeriodicCallback | None = None
         self._handlers: set[Exchange] = set()
+        #: Request bodies still arriving, held to the HTTP server's ``body_timeout``.
+        self.bodies = BodyDeadlines()
         self._lingering: set[asyncio.Future[None]] = set()
         #: The cluster this transport belongs to (set by :meth:`Cluster.start`), or None.
         self.cluster: ClusterMember | None = None
@@ -141,6 +144,7 @@ class Transport:
     def detach(self, handler: Exchange) -> None:
         """The request is over, or no longer ours to cancel."""
         self._handlers.discard(handler)
+        self.bodies.complete(handler)
 
     def linger(self, stream: IOStream, response: bytes) -> None:
         """Answer on a connection taken from Tornado, then close it without a reset
@@ -211,6 +215,7 @@ class Transport:
     def _start(self) -> None:
         self._loop = IOLoop.current()
         self._loop_thread = threading.get_ident()
+        self.bodies.start(self._loop)
         if not self.options.stateless:
             self._reaper = PeriodicCallback(self._reap, REAP_INTERVAL_MS)
             self._reaper.start()
@@ -300,6 +305,7 @@ class Transport:
         if self._reaper is not None:
             self._reaper.stop()
             self._reaper = None
+        self.bodies.stop()
         channels: list[StreamChannel | SessionStream] = []
         for stream in self.hub:
             self.hub.remove(stream)

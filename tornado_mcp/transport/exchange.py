@@ -118,10 +118,22 @@ class RequestStreamLike(Channel, Protocol):
     def disconnected(self) -> None: ...
 
 
+class BodyDeadlinesLike(Protocol):
+    """The transport's sweep over request bodies still arriving (a
+    :class:`~tornado_mcp.transport.body_deadline.BodyDeadlines`)."""
+
+    def take_over(self, handler: Exchange) -> None: ...
+
+    def complete(self, handler: Exchange) -> None: ...
+
+
 class Endpoint(Protocol):
     """What the handlers and the era modules use of their
     :class:`~tornado_mcp.transport.core.Transport`: its "for the handlers" section and
     the state it shares between requests."""
+
+    @property
+    def bodies(self) -> BodyDeadlinesLike: ...
 
     server: Server
     options: TransportOptions
@@ -178,7 +190,7 @@ class Exchange(Protocol):
     principal: Principal
     on_disconnect: Callable[[], None] | None
     channel: SSEChannel | None
-    log_id: str | None
+    log_message: Any
 
     @property
     def done(self) -> bool: ...

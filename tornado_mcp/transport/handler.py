@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import tornado.web
 from tornado.iostream import StreamClosedError
+from tornado.log import access_log
 
 from ..engine.engine import RETRY_AFTER_SHUTDOWN_S, SHUTTING_DOWN
 from ..protocol import HEADER_RETRY_AFTER, INTERNAL_ERROR, INVALID_REQUEST, Refusal, jsonio
@@ -75,8 +76,8 @@ class MCPHandler(tornado.web.RequestHandler):
         self.principal: Principal = ANONYMOUS
         #: A refusal decided from the headers, answered once the (small) body is read.
         self._deferred: Reply | None = None
-        #: The JSON-RPC id(s) of the request, for the access log line, once parsed.
-        self.log_id: str | None = None
+        #: The parsed request, whose JSON-RPC id(s) the access log line names.
+        self.log_message: Any = None
         self._log_reason: str | None = None
 
     # -- Tornado hooks ----------------------------------------------------------------------
@@ -94,6 +95,7 @@ class MCPHandler(tornado.web.RequestHandler):
         """
         t = self.transport
         t.attach(self)
+        t.bodies.take_over(self)  # Tornado's per-request body timer off: ours is free
         if t.options.cors_allowed_origins:
             cors.add_headers(self)
         try:
@@ -167,11 +169,13 @@ class MCPHandler(tornado.web.RequestHandler):
         return super().finish(chunk)
 
     def _request_summary(self) -> str:
-        """The access log line names the JSON-RPC id and why a request was refused: one
-        line per client mistake (a warning for a 4xx), never a traceback."""
+        """The access log line names the JSON-RPC id and why a request was refused (one
+        line per client mistake, never a traceback); nothing when it is not logged."""
+        if not access_log.isEnabledFor(_log_level(self._status_code)):
+            return ""
         summary = super()._request_summary()
-        if self.log_id is not None:
-            summary += f" id={self.log_id}"
+        if (log_id := router.log_id(self.log_message)) is not None:
+            summary += f" id={log_id}"
         if self._log_reason is not None:
             summary += f" [{self._log_reason}]"
         return summary
@@ -215,6 +219,7 @@ class MCPHandler(tornado.web.RequestHandler):
 
     async def _guarded(self, work: Callable[[], Awaitable[None]]) -> None:
         """Run ``work``, answering a :class:`Reply` it raises; never a traceback."""
+        self.transport.bodies.complete(self)  # the body is in: its deadline is met
         if self._finished:
             return
         if self._deferred is not None:
@@ -348,6 +353,11 @@ class MCPHandler(tornado.web.RequestHandler):
                  self.request.method, self.request.uri, self.request.remote_ip)
 
 
+
+
+def _log_level(status: int) -> int:
+    """The level Tornado logs a request's access line at."""
+    return logging.INFO if status < 400 else logging.WARNING if status < 500 else logging.ERROR
 
 
 def _body_unread(request: Any) -> bool:

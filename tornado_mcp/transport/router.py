@@ -58,7 +58,7 @@ async def post(h: Exchange) -> None:
                     refusal=Refusal.JSON_NESTING) from None
     except jsonio.JSONDecodeError:
         raise Reply(400, PARSE_ERROR, "Parse error: Invalid JSON") from None
-    h.log_id = _log_id(message)
+    h.log_message = message  # its id is formatted only if the access line is logged
     if era is None:
         era = Era.LEGACY if legacy.is_initialize(message) else Era.MODERN
     if era is Era.MODERN:
@@ -71,7 +71,7 @@ async def post(h: Exchange) -> None:
 LOG_TEXT = 120
 
 
-def _log_id(message: Any) -> str | None:
+def log_id(message: Any) -> str | None:
     """The request's JSON-RPC id (a batch's first ids), JSON-encoded so no client text
     can forge a log line."""
     if isinstance(message, dict):
