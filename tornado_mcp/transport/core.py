@@ -76,11 +76,9 @@ class Transport:
         if options is not None and option_values:
             raise TypeError("pass either options= or option keywords, not both")
         self.server = server
-        #: The host app's authentication hook, ``fn(handler)`` -> Principal or ``None``.
-        self.authenticate = authenticate
-        #: The OAuth 2.1 resource server configuration, when the endpoint takes tokens.
-        self.oauth = oauth
-        #: Whether requests are authenticated at all (else it costs nothing).
+        #: The host app's authentication hook, and the OAuth 2.1 resource server (either
+        #: makes the endpoint authenticate; without both it costs nothing).
+        self.authenticate, self.oauth = authenticate, oauth
         self.authenticates = authenticate is not None or oauth is not None
         self.options = options if options is not None else TransportOptions(**option_values)
         #: The request pipeline and the runtime state that is not HTTP.
@@ -154,8 +152,7 @@ class Transport:
         task.add_done_callback(self._lingering.discard)
 
     @property
-    def lingering(self) -> int:
-        """Refused connections still draining their peer's body."""
+    def lingering(self) -> int:  # refused connections still draining their peer's body
         return len(self._lingering)
 
     def use(self, middleware: Middleware) -> None:
@@ -166,8 +163,7 @@ class Transport:
         self.refusals[kind] += 1
 
     @property
-    def closing(self) -> bool:
-        """Shutting down: new requests are answered 503 with ``Retry-After``."""
+    def closing(self) -> bool:  # shutting down: new requests are answered 503, Retry-After
         return self.engine.closing
 
     def host_origin_verdict(self, host_header: str | None, origin: str | None) -> str | None:

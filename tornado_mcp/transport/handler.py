@@ -88,11 +88,8 @@ class MCPHandler(tornado.web.RequestHandler):
         self.clear_header("Server")  # less to write on every response, and nothing to leak
 
     def prepare(self) -> Awaitable[None] | None:
-        """Checks that need no body; a refusal is answered before the body is read.
-
-        Synchronous (no coroutine to create and await per request) unless the endpoint
-        authenticates: then authentication runs last, still before the body is read.
-        """
+        """Checks that need no body, a refusal answered before the body is read; synchronous
+        unless the endpoint authenticates (then last, still before the body is read)."""
         t = self.transport
         t.attach(self)
         t.bodies.take_over(self)  # Tornado's per-request body timer off: ours is free
@@ -268,8 +265,7 @@ class MCPHandler(tornado.web.RequestHandler):
 
     @property
     def allowed_methods(self) -> str:
-        """The ``Allow`` of a 405: GET (the session stream) and DELETE (ending a session)
-        exist only where legacy sessions do."""
+        """The ``Allow`` of a 405: GET and DELETE exist only where legacy sessions do."""
         t = self.transport
         return "GET, POST, DELETE" if t.serves_legacy and not t.options.stateless else "POST"
 
