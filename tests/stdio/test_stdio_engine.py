@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
-import textwrap
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -17,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_stdio_wire import INIT, REPO, WAIT, Proc
+from test_stdio_wire import INIT, REPO, Proc, script_server
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -91,19 +89,8 @@ run(server, **({"principal": principal} if principal else {}))
 
 @asynccontextmanager
 async def stdio_server(tmp_path: Path, *args: str) -> AsyncIterator[Proc]:
-    script = tmp_path / "engine_server.py"
-    script.write_text(textwrap.dedent(SERVER))
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, str(script), *args, cwd=REPO, env={"PYTHONPATH": str(REPO)},
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE)
-    p = Proc(proc)
-    try:
+    async with script_server(tmp_path / "engine_server.py", SERVER, *args) as p:
         yield p
-    finally:
-        if proc.stdin is not None and not proc.stdin.is_closing():
-            proc.stdin.close()
-        await asyncio.wait_for(proc.wait(), WAIT)
 
 
 def call(request_id: Any, name: str, arguments: dict[str, Any] | None = None,

@@ -4,16 +4,13 @@ a call within both runs."""
 
 from __future__ import annotations
 
-import asyncio
-import sys
-import textwrap
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 from test_stdio_engine import call, initialized, text
-from test_stdio_wire import REPO, WAIT, Proc
+from test_stdio_wire import Proc, script_server
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -46,19 +43,8 @@ run(server)
 
 @asynccontextmanager
 async def governed(tmp_path: Path) -> AsyncIterator[Proc]:
-    script = tmp_path / "governed_server.py"
-    script.write_text(textwrap.dedent(SERVER))
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, str(script), cwd=REPO, env={"PYTHONPATH": str(REPO)},
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE)
-    p = Proc(proc)
-    try:
+    async with script_server(tmp_path / "governed_server.py", SERVER) as p:
         yield p
-    finally:
-        if proc.stdin is not None and not proc.stdin.is_closing():
-            proc.stdin.close()
-        await asyncio.wait_for(proc.wait(), WAIT)
 
 
 async def test_a_timeout_over_stdio_is_a_tool_error_naming_it(tmp_path: Path) -> None:

@@ -43,11 +43,26 @@ class Proc:
 
 @asynccontextmanager
 async def stdio(target: str = EXAMPLE, *extra: str) -> AsyncIterator[Proc]:
+    async with piped("-m", "tornado_mcp", "stdio", target, *extra) as p:
+        yield p
+
+
+@asynccontextmanager
+async def script_server(path: Path, source: str, *args: str) -> AsyncIterator[Proc]:
+    """``source`` written to ``path`` and run as a stdio server (``args`` its argv)."""
+    path.write_text(textwrap.dedent(source))
+    async with piped(str(path), *args) as p:
+        yield p
+
+
+@asynccontextmanager
+async def piped(*argv: str) -> AsyncIterator[Proc]:
+    """``python *argv`` from the repository root, talked to on its pipes; its input is
+    closed at the end and its exit awaited (bounded)."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "tornado_mcp", "stdio", target, *extra, cwd=REPO,
-        env={"PYTHONPATH": str(REPO)}, stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        limit=8 * 1024 * 1024)
+        sys.executable, *argv, cwd=REPO, env={"PYTHONPATH": str(REPO)},
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE, limit=8 * 1024 * 1024)
     p = Proc(proc)
     try:
         yield p
