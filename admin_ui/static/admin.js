@@ -551,4 +551,6 @@
 
   document.addEventListener("visibilitychange", () => { if (!document.hidden) refresh(); });
   refresh();
+  // What the page's other scripts (governance.js) build on.
+  window.tornadoMcpAdmin = { el, api, ApiError };
 })();

@@ -5,8 +5,6 @@
 
 (function () {
   const body = document.body;
-  const PREFIX = body.dataset.prefix;
-  const XSRF = body.dataset.xsrf;
   const READ_ONLY = body.dataset.readOnly === "true";
   const POLL_MS = 2000;
   const $ = (sel, root = document) => root.querySelector(sel);
@@ -16,39 +14,8 @@
   const fmtSeconds = (s) => (s === null || s === undefined ? "none" : s + " s");
   const clock = (t) => new Date(t * 1000).toLocaleTimeString([], { hour12: false });
 
-  function el(tag, attrs, ...children) {
-    const node = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) {
-      if (v === null || v === undefined || v === false) continue;
-      if (k === "class") node.className = v;
-      else if (k === "text") node.textContent = v;
-      else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
-      else node.setAttribute(k, v === true ? "" : v);
-    }
-    for (const c of children) if (c !== null && c !== undefined) node.append(c instanceof Node ? c : String(c));
-    return node;
-  }
-
-  class ApiError extends Error {
-    constructor(status, payload) {
-      super((payload && payload.error) || "HTTP " + status);
-      this.status = status;
-      this.errors = (payload && payload.errors) || {};
-    }
-  }
-
-  async function api(method, path, payload) {
-    const init = { method, credentials: "same-origin", headers: { Accept: "application/json" } };
-    if (method !== "GET") init.headers["X-XSRFToken"] = XSRF;
-    if (payload !== undefined) {
-      init.headers["Content-Type"] = "application/json";
-      init.body = JSON.stringify(payload);
-    }
-    const res = await fetch(PREFIX + "/api/" + path, init);
-    const data = await res.json().catch(() => null);
-    if (!res.ok) throw new ApiError(res.status, data);
-    return data;
-  }
+  // The page's own helpers (admin.js): elements, and the API with the login's XSRF token.
+  const { el, api } = window.tornadoMcpAdmin;
 
   // In flight against the tool's cap, over a small meter (red at the cap).
   function inFlight(t) {
