@@ -78,9 +78,7 @@ class Registry(ExtensionRegistry, RegistryReads):
                           input_schema=input_schema, output_schema=output_schema,
                           annotations=annotations, icons=icons, meta=meta,
                           structured_output=structured_output, ui=ui)
-            if scopes:
-                self.scope_rules.require(TOOLS_CALL, name or fn.__name__, scopes)
-            self._bound(TOOLS_CALL, name or fn.__name__, bounds)
+            self._guard(TOOLS_CALL, name or fn.__name__, scopes, bounds)
             return fn
         return register
 
@@ -143,9 +141,7 @@ class Registry(ExtensionRegistry, RegistryReads):
                 self.add_resource_template(fn, uri, name, **kwargs)
             else:
                 self.add_resource(fn, uri, name, size=size, **kwargs)
-            if scopes:
-                self.scope_rules.require(RESOURCES_READ, uri, scopes)
-            self._bound(RESOURCES_READ, uri, bounds)
+            self._guard(RESOURCES_READ, uri, scopes, bounds)
             return fn
         return register
 
@@ -193,9 +189,7 @@ class Registry(ExtensionRegistry, RegistryReads):
         def register(fn: F) -> F:
             self.add_prompt(fn, name, title=title, description=description,
                             arguments=arguments, icons=icons, meta=meta)
-            if scopes:
-                self.scope_rules.require(PROMPTS_GET, name or fn.__name__, scopes)
-            self._bound(PROMPTS_GET, name or fn.__name__, bounds)
+            self._guard(PROMPTS_GET, name or fn.__name__, scopes, bounds)
             return fn
         return register
 
@@ -295,7 +289,11 @@ class Registry(ExtensionRegistry, RegistryReads):
         else:
             self.call_bounds[(method, name)] = bounds
 
-    def _bound(self, method: str, name: str, bounds: CallBounds | None) -> None:
+    def _guard(self, method: str, name: str, scopes: Iterable[str] | None,
+               bounds: CallBounds | None) -> None:
+        """What a decorator declares beside the handler: its scopes and its bounds."""
+        if scopes:
+            self.scope_rules.require(method, name, scopes)
         if bounds is not None:
             self.call_bounds[(method, name)] = bounds
 
