@@ -287,3 +287,36 @@ def test_the_stdio_module_names_what_holds() -> None:
     doc = (REPO / "docs" / "stdio.md").read_text(encoding="utf-8")
     assert "everything a handler has over HTTP works" not in doc.lower()
     assert json.dumps  # the page is checked for its claims by the tests above
+
+
+CAPPED = '''
+from tornado_mcp import Server
+from tornado_mcp.stdio import run
+
+server = Server("capped")
+
+@server.tool()
+async def quick() -> str:
+    return "quick"
+
+run(server, max_listen_subscriptions=2)
+'''
+
+
+async def test_max_listen_subscriptions_at_and_over_its_bound_on_stdio(tmp_path: Path) -> None:
+    async with script_server(tmp_path / "capped.py", CAPPED) as p:
+        for i in range(2):  # exactly at the bound
+            p.send({"jsonrpc": "2.0", "id": f"l{i}", "method": "subscriptions/listen",
+                    "params": {"notifications": {"toolsListChanged": True},
+                               "_meta": modern()}})
+            assert (await p.recv())["method"] == "notifications/subscriptions/acknowledged"
+        p.send({"jsonrpc": "2.0", "id": "l2", "method": "subscriptions/listen",
+                "params": {"notifications": {"toolsListChanged": True}, "_meta": modern()}})
+        over = await p.recv()  # one over: refused in-band, nothing kept
+        assert over["id"] == "l2" and over["error"]["code"] == -32603
+        assert "maximum concurrent subscriptions/listen streams (2)" in over["error"]["message"]
+        p.send(call(1, "quick", meta=modern()))
+        assert text(await p.recv()) == "quick"
+        assert p.proc.stdin is not None
+        p.proc.stdin.close()  # the two admitted streams end with their final result
+        assert {(await p.recv())["id"], (await p.recv())["id"]} == {"l0", "l1"}
