@@ -37,6 +37,7 @@ from ..server.session import Session
 from ..tasks.store import TaskStore
 from .auth import ProtectedResourceMetadataHandler
 from .body_deadline import BodyDeadlines
+from .direct import endpoint_rules
 from .event_store import EventStore, MemoryEventStore
 from .exchange import Authenticate, ClusterMember, Exchange
 from .handler import MCPHandler
@@ -115,12 +116,12 @@ class Transport:
 
     # -- mounting ---------------------------------------------------------------------------
     def routes(self, path: str = "/mcp", handler: type[MCPHandler] = MCPHandler
-               ) -> list[tuple[str, type[Any], dict[str, Any]]]:
+               ) -> list[tuple[Any, ...]]:
         """URL rules for ``tornado.web.Application`` serving MCP at ``path`` (and, for an
         OAuth resource, its RFC 9728 metadata at the well-known path for ``path``).
-        ``handler``: a subclass of :class:`MCPHandler` (one overriding ``get_principal``)."""
-        rules: list[tuple[str, type[Any], dict[str, Any]]] = [
-            (path, handler, {"transport": self})]
+        ``handler``: a subclass of :class:`MCPHandler` (one overriding ``get_principal``),
+        served as :func:`~tornado_mcp.transport.direct.endpoint_rules` says."""
+        rules = endpoint_rules(path, handler, {"transport": self})
         if self.oauth is not None:
             rules.append((self.oauth.metadata_path(path), ProtectedResourceMetadataHandler,
                           {"oauth": self.oauth, "path": path}))

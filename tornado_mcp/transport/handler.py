@@ -23,9 +23,10 @@ from ..engine.engine import RETRY_AFTER_SHUTDOWN_S, SHUTTING_DOWN
 from ..protocol import HEADER_RETRY_AFTER, INTERNAL_ERROR, INVALID_REQUEST, Refusal, jsonio
 from ..protocol.auth_errors import AuthError
 from ..protocol.identity import ANONYMOUS, Principal
-from . import cors, headers, legacy, router
+from . import cors, direct, headers, legacy, router
 from .auth import authenticate_request, refuse
 from .gate import default_principal
+from .lean import LeanHandler, body_unread, log_level
 from .linger import raw_response
 from .reply import Reply, error_body
 from .request import RequestStream
@@ -49,7 +50,7 @@ DISCARD_BYTES = 64 * 1024
 
 
 @tornado.web.stream_request_body
-class MCPHandler(tornado.web.RequestHandler):
+class MCPHandler(LeanHandler):
     """The MCP endpoint. One instance per HTTP request; state lives on the transport."""
 
     SUPPORTED_METHODS = ("GET", "POST", "DELETE", "PUT", "PATCH", "OPTIONS", "HEAD")
@@ -84,13 +85,12 @@ class MCPHandler(tornado.web.RequestHandler):
     def check_xsrf_cookie(self) -> None:
         """MCP clients are not browsers with cookies; Origin checks guard this endpoint."""
 
-    def set_default_headers(self) -> None:
-        self.clear_header("Server")  # less to write on every response, and nothing to leak
-
     def prepare(self) -> Awaitable[None] | None:
         """Checks that need no body, a refusal answered before the body is read; synchronous
         unless the endpoint authenticates (then last, still before the body is read)."""
         t = self.transport
+        if direct.LEARN in self.request.__dict__:  # served the ordinary way: see .direct
+            direct.learn(self)
         t.attach(self)
         t.bodies.take_over(self)  # Tornado's per-request body timer off: ours is free
         if t.options.cors_allowed_origins:
@@ -98,13 +98,14 @@ class MCPHandler(tornado.web.RequestHandler):
         try:
             if t.options.dns_rebinding_protection:
                 h = self.request.headers
-                verdict = t.rebinding.verdict(h.get("Host"), h.get("Origin"))
+                verdict = t.rebinding.verdict(headers.value(h, "Host"),
+                                              headers.value(h, "Origin"))
                 if verdict is not None:
                     raise Reply(403, INVALID_REQUEST, verdict)
             if self.request.method == "POST":
                 limit = t.options.max_request_bytes
                 self.request.connection.set_max_body_size(limit + BODY_SLACK)  # type: ignore[union-attr]
-                declared = self.request.headers.get("Content-Length")
+                declared = headers.value(self.request.headers, "Content-Length")
                 if declared is not None and declared.isdigit() and int(declared) > limit:
                     raise _too_large(limit)
         except Reply as reply:
@@ -147,7 +148,7 @@ class MCPHandler(tornado.web.RequestHandler):
     def on_connection_close(self) -> None:
         if self.on_disconnect is not None:
             self.on_disconnect()
-        if _body_unread(self.request):
+        if body_unread(self.request):
             # The peer left mid-upload: Tornado will never finish this request, so
             # on_finish will not run. Let go of the handler and what it had read.
             self._chunks = []
@@ -161,14 +162,14 @@ class MCPHandler(tornado.web.RequestHandler):
         """Finish the response; one finished before its request's body was read (Tornado
         then closes the connection) says ``Connection: close``, so a keep-alive client
         does not send its next request into a closing connection."""
-        if not self._headers_written and _body_unread(self.request):
+        if not self._headers_written and body_unread(self.request):
             self.set_header("Connection", "close")
         return super().finish(chunk)
 
     def _request_summary(self) -> str:
         """The access log line names the JSON-RPC id and why a request was refused (one
         line per client mistake, never a traceback); nothing when it is not logged."""
-        if not access_log.isEnabledFor(_log_level(self._status_code)):
+        if not access_log.isEnabledFor(log_level(self._status_code)):
             return ""
         summary = super()._request_summary()
         if (log_id := router.log_id(self.log_message)) is not None:
@@ -317,17 +318,16 @@ class MCPHandler(tornado.web.RequestHandler):
                   extra_headers: dict[str, str] | None = None) -> None:
         if status != 200:
             self.set_status(status)
-        self.set_header("Content-Type", "application/json")
         if extra_headers:
             for name, value in extra_headers.items():
                 self.set_header(name, value)
-        self.finish(jsonio.dumps(message))
+        self.respond("application/json", jsonio.dumps(message))
 
     def send_sse(self, message: Any | None) -> None:
         """Answer with a complete SSE response: one event, or none (``None``)."""
-        for name, value in SSE_HEADERS:
+        for name, value in SSE_HEADERS[1:]:
             self.set_header(name, value)
-        self.finish(frame(message) if message is not None else None)
+        self.respond(SSE_HEADERS[0][1], frame(message) if message is not None else b"")
 
     def accepted(self) -> None:
         self.set_status(202)
@@ -349,18 +349,6 @@ class MCPHandler(tornado.web.RequestHandler):
                  self.request.method, self.request.uri, self.request.remote_ip)
 
 
-
-
-def _log_level(status: int) -> int:
-    """The level Tornado logs a request's access line at."""
-    return logging.INFO if status < 400 else logging.WARNING if status < 500 else logging.ERROR
-
-
-def _body_unread(request: Any) -> bool:
-    """Tornado is still reading this streamed request's body (it never finishes one whose
-    peer left, and closes the connection after a response sent before it)."""
-    body = getattr(request, "_body_future", None)
-    return body is not None and not body.done()
 
 
 def _too_large(limit: int) -> Reply:

@@ -69,6 +69,15 @@ def single(headers: HTTPHeaders, name: str) -> str | None:
     return values[0].strip() if values else None
 
 
+def value(headers: HTTPHeaders, name: str) -> str | None:
+    """``headers.get(name)``: the header's value (several, comma-joined), or ``None``;
+    without the ``KeyError`` that ``Mapping.get`` raises and catches for an absent one."""
+    values = headers.get_list(name)
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else ",".join(values)
+
+
 def decode_value(value: str) -> str:
     """A routing header's value: as sent, or decoded from ``=?base64?...?=``."""
     if value.startswith("=?base64?") and value.endswith("?="):
