@@ -57,6 +57,7 @@ from ..tasks import methods as task_methods
 from ..tasks.manager import TaskManager
 from ..tasks.record import TaskRecord
 from ..tasks.store import TaskStore
+from ..tasks.support import support_of
 from .governance import GOVERNED, Governance
 from .listen_index import NotificationHub
 from .middleware import Chain, Middleware, RateLimit, Refused
@@ -272,7 +273,8 @@ class Engine:
                       ctx: Context) -> dict[str, Any]:
         """The answer to a request: from the tasks machinery for task methods and
         task-augmented calls, else from the server (with lists filtered and marked)."""
-        if method == TOOLS_CALL or method in task_methods.TASK_METHODS:
+        if method in task_methods.TASK_METHODS or (
+                method == TOOLS_CALL and support_of(self.server, params.get("name")) is not None):
             result = await task_methods.intercept(self.tasks, method, ctx)  # None: not a task
             if result is not None:
                 return result

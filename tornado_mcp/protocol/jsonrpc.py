@@ -33,6 +33,9 @@ def classify(message: dict[str, Any]) -> Kind:
 
 def valid_id(value: Any) -> bool:
     """A request id the server can answer: a string or an integer (never a boolean)."""
+    kind = type(value)
+    if kind is str or kind is int:  # what parsed JSON holds: no subclass checks needed
+        return True
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 

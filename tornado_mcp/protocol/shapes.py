@@ -7,6 +7,7 @@ client's additions pass through.  :func:`load` turns a validation failure into a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from marshmallow import INCLUDE, Schema, ValidationError, fields, validate
@@ -150,42 +151,66 @@ def _plan(schema: Schema) -> _Plan | None:
     return result
 
 
-def _fast_load(plan: _Plan, data: dict[str, Any]) -> dict[str, Any] | None:
-    out = dict(data)
-    for data_key, attr, required, allow_none, check in plan:
-        if data_key not in data:
-            if required:
-                return None
-            continue
-        value = data[data_key]
+_NOT_YET: Any = object()
+_Loader = Callable[[dict[str, Any]], "dict[str, Any] | None"]
+_loaders: dict[int, _Loader | None] = {}
+
+
+def _compiled(schema: Schema) -> _Loader | None:
+    """``schema``'s plan as one generated function, made once per schema: straight-line
+    checks, one per declared field (this runs on every request; a loop over the plan cost
+    as much again)."""
+    key = id(schema)
+    if key in _loaders:
+        return _loaders[key]
+    plan = _plan(schema)
+    loader = None if plan is None else _generate(plan)
+    _loaders[key] = loader
+    return loader
+
+
+def _generate(plan: _Plan) -> _Loader:
+    env: dict[str, Any] = {"dict": dict}
+    lines = ["def load(data):", "    out = dict(data)"]
+    for n, (data_key, attr, required, allow_none, check) in enumerate(plan):
+        lines.append(f"    if {data_key!r} in data:")
         if check is None:
-            return None
-        if value is None:
-            if not allow_none:
-                return None
-        elif check is not True:
+            lines.append("        return None")
+            continue
+        lines.append(f"        v = data[{data_key!r}]")
+        if check is not True:
+            lines.append("        if v is None:")
+            lines.append("            pass" if allow_none else "            return None")
             if isinstance(check, tuple):
-                if type(value) is not dict:
-                    return None
-                loaded = _fast_load(check, value)
-                if loaded is None:
-                    return None
-                value = loaded
-            elif type(value) is not check:
-                return None
+                env[f"nested{n}"] = _generate(check)
+                lines += ["        elif type(v) is not dict:", "            return None",
+                          "        else:", f"            v = nested{n}(v)",
+                          "            if v is None:", "                return None"]
+            else:
+                env[f"type{n}"] = check
+                lines += [f"        elif type(v) is not type{n}:", "            return None"]
+        elif not allow_none:
+            lines += ["        if v is None:", "            return None"]
         if data_key != attr:
-            del out[data_key]
-        out[attr] = value
-    return out
+            lines.append(f"        del out[{data_key!r}]")
+        lines.append(f"        out[{attr!r}] = v")
+        if required:
+            lines += ["    else:", "        return None"]
+    lines.append("    return out")
+    exec("\n".join(lines), env)
+    loader: _Loader = env["load"]
+    return loader
 
 
 def load(schema: Schema, data: Any, what: str) -> dict[str, Any]:
     """Validate ``data`` against ``schema``; raise -32602 naming the offending field."""
     if not isinstance(data, dict):
         raise MCPError(INVALID_PARAMS, f"Invalid params: {what} must be an object")
-    plan = _plan(schema)
-    if plan is not None:
-        fast = _fast_load(plan, data)
+    loader = _loaders.get(id(schema), _NOT_YET)
+    if loader is _NOT_YET:
+        loader = _compiled(schema)
+    if loader is not None:
+        fast: dict[str, Any] | None = loader(data)
         if fast is not None:
             return fast
     try:

@@ -125,6 +125,7 @@ class Server(Registry):
         self.instructions = instructions
         self.icons = icons
         self.website_url = website_url
+        self._server_info: tuple[tuple[Any, ...] | None, dict[str, Any]] = (None, {})
         self.page_size = page_size
         self.ttl_ms = ttl_ms
         self.cache_scope = cache_scope
@@ -147,12 +148,19 @@ class Server(Registry):
 
     # -- identity and capabilities ----------------------------------------------------------
     def server_info(self) -> dict[str, Any]:
-        info: dict[str, Any] = {"name": self.name, "version": self.version}
-        for key, value in (("title", self.title), ("description", self.description),
-                           ("icons", self.icons), ("websiteUrl", self.website_url)):
-            if value is not None:
-                info[key] = value
-        return info
+        """The ``serverInfo`` object (a fresh copy: the caller may change it).  Every
+        2026-07-28 result carries it, so it is built again only when the identity
+        attributes it is made of changed."""
+        made_of = (self.name, self.version, self.title, self.description, self.icons,
+                   self.website_url)
+        if self._server_info[0] != made_of:
+            info: dict[str, Any] = {"name": self.name, "version": self.version}
+            for key, value in (("title", self.title), ("description", self.description),
+                               ("icons", self.icons), ("websiteUrl", self.website_url)):
+                if value is not None:
+                    info[key] = value
+            self._server_info = (made_of, info)
+        return dict(self._server_info[1])
 
     @property
     def capabilities(self) -> dict[str, Any]:

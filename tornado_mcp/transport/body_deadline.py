@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tornado.http1connection import HTTP1Connection
 from tornado.ioloop import IOLoop
@@ -40,17 +40,6 @@ def sweep_interval(timeout: float | None) -> float:
     return max(MIN_SWEEP_INTERVAL, min(MAX_SWEEP_INTERVAL, timeout / 4))
 
 
-def _take_over(connection: Any) -> float | None:
-    """Turn off Tornado's body timer for this request (the body is not being read yet)
-    and return the bound it would have enforced, if any."""
-    if not isinstance(connection, HTTP1Connection):
-        return None
-    timeout: float | None = connection._body_timeout
-    if timeout is not None:
-        connection.set_body_timeout(None)  # type: ignore[arg-type]
-    return timeout
-
-
 class BodyDeadlines:
     """The bodies still arriving on one transport, and the sweep that cuts off late ones."""
 
@@ -69,14 +58,16 @@ class BodyDeadlines:
 
     def take_over(self, handler: Exchange) -> None:
         """Keep the HTTP server's ``body_timeout`` for ``handler``'s request (called
-        before its body is read) instead of Tornado's per-request timer."""
-        timeout = _take_over(handler.request.connection)
-        if timeout is not None:
-            self.arriving(handler, timeout)
-
-    def arriving(self, handler: Exchange, timeout: float) -> None:
-        """``handler``'s request body starts arriving now and must be complete within
-        ``timeout`` seconds."""
+        before its body is read) instead of Tornado's per-request timer: that timer is
+        turned off, and the body must be complete within the bound it would have kept.
+        (Written flat: this runs for every request.)"""
+        connection = handler.request.connection
+        if not isinstance(connection, HTTP1Connection):
+            return
+        timeout: float | None = connection._body_timeout
+        if timeout is None:
+            return
+        connection.set_body_timeout(None)  # type: ignore[arg-type]
         self._arriving[handler] = time.monotonic() + timeout
         if self._shortest is None or timeout < self._shortest:
             self._shortest = timeout

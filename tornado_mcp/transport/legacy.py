@@ -250,7 +250,7 @@ def _addressed_to_modern(h: Exchange) -> bool:
     """GET and DELETE: is this request addressed to the 2026 era (which has neither)?"""
     if not h.transport.serves_legacy:
         return True
-    header = (h.request.headers.get(HEADER_PROTOCOL_VERSION) or "").strip()
+    header = (headers.value(h.request.headers, HEADER_PROTOCOL_VERSION) or "").strip()
     if not header or header in LEGACY_VERSIONS:
         return False
     if header in MODERN_VERSIONS:
@@ -260,7 +260,7 @@ def _addressed_to_modern(h: Exchange) -> bool:
 
 # -- sessions and versions -----------------------------------------------------------------
 async def session_from_header(h: Exchange, body: bytes | None = None) -> Session:
-    session_id = h.request.headers.get(HEADER_SESSION_ID)
+    session_id = headers.value(h.request.headers, HEADER_SESSION_ID)
     if not session_id:
         raise Reply(400, INVALID_REQUEST, "Bad Request: Missing session ID")
     session = h.transport.sessions.get(session_id.strip())
@@ -286,7 +286,7 @@ async def session_from_header(h: Exchange, body: bytes | None = None) -> Session
 
 def check_version(h: Exchange) -> str:
     """The request's ``MCP-Protocol-Version`` (2025-03-26 when absent), if served."""
-    header = h.request.headers.get(HEADER_PROTOCOL_VERSION)
+    header = headers.value(h.request.headers, HEADER_PROTOCOL_VERSION)
     version = DEFAULT_LEGACY_VERSION if header is None else header.strip()
     versions = h.transport.options.protocol_versions
     if version not in versions and not (version == DEFAULT_LEGACY_VERSION and header is None):

@@ -181,7 +181,9 @@ async def run_request(h: Exchange, message: dict[str, Any], session: Session | N
     if h.on_disconnect is None:
         # Legacy era: see RequestStream.disconnected.
         h.on_disconnect = stream.disconnected
-    response = await dispatch(stream, message, session, envelope)
+    response = await h.transport.engine.dispatch(message, stream, session=session,
+                                                 envelope=envelope, principal=h.principal,
+                                                 facts=h.request)  # as dispatch() below
     rs = stream.resumable
     if rs is not None:
         own = h.channel if rs.channel is h.channel else None
