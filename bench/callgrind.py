@@ -1,13 +1,15 @@
 """Server CPU per request as callgrind instruction counts.
 
 Run: ``python -m bench.callgrind [--requests 300] [--warmup 100]
-[--modes legacy-sse,legacy-json,modern] [--targets tornado-mcp,defaults,defaults-async,bare]
-[--json]``.
+[--modes legacy-sse,legacy-json,modern]
+[--targets tornado-mcp,defaults,defaults-async,bare,bare-read] [--json]``.
 
 Targets: ``tornado-mcp`` is the bench configuration (``--body-timeout none
 --sync-handler-threads none``: the transport's own cost); ``defaults`` the same server as
 a user runs it (a 60 s body timeout, the plain ``def`` echo tool in the thread pool);
-``defaults-async`` the defaults with the echo tool an ``async def``; ``bare`` bare Tornado.
+``defaults-async`` the defaults with the echo tool an ``async def``; ``bare`` bare Tornado
+as it ships; ``bare-read`` bare Tornado reading 8 KiB at a time, as the tornado-mcp servers
+do (``--read-chunk``): the like-for-like ceiling, beside the one the targets name.
 
 For each S1 mode and each target, the server is started under
 ``valgrind --tool=callgrind --instr-atstart=no`` (valgrind runs the tool in the
@@ -54,6 +56,7 @@ from bench.servers import (
     pin_self_to_loadgen_cpu,
     start_server,
 )
+from tornado_mcp.cli import READ_CHUNK
 
 READY_TIMEOUT_S = 180.0  # Python's imports run several times slower under valgrind
 CONTROL_TIMEOUT_S = 60.0
@@ -61,8 +64,8 @@ DUMP_TIMEOUT_S = 120.0
 REQUEST_TIMEOUT_S = 30.0
 FIRST_ID = 1_000_000  # request ids of one width, so every measured body has the same size
 TARGET_NAMES = {"tornado-mcp": "ours", "ours": "ours", "defaults": "defaults",
-                "defaults-async": "defaults-async", "bare": "bare"}
-DEFAULT_TARGETS = "tornado-mcp,defaults,defaults-async,bare"
+                "defaults-async": "defaults-async", "bare": "bare", "bare-read": "bare-read"}
+DEFAULT_TARGETS = "tornado-mcp,defaults,defaults-async,bare,bare-read"
 
 
 def under_callgrind(target: Target, out_file: Path) -> Target:
@@ -230,14 +233,17 @@ def run(
     return rows
 
 
-def ratios(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    """Each target / bare Tornado, per target and mode (SSE mode against bare SSE
-    framing): ``{"ours": {"modern": 1.3, ...}, "defaults": {...}}``."""
+BARES = ("bare", "bare-read")
+
+
+def ratios(rows: Sequence[dict[str, Any]], base: str = "bare") -> dict[str, dict[str, float]]:
+    """Each MCP target / the ``base`` bare Tornado row, per target and mode (SSE mode
+    against bare SSE framing): ``{"ours": {"modern": 1.3, ...}, "defaults": {...}}``."""
     out: dict[str, dict[str, float]] = {}
     for row in rows:
-        if row["target"] == "bare":
+        if row["target"] in BARES:
             continue
-        bare = [r for r in rows if r["target"] == "bare" and r["mode"] == row["mode"]]
+        bare = [r for r in rows if r["target"] == base and r["mode"] == row["mode"]]
         if bare:
             out.setdefault(row["target"], {})[row["mode"]] = (
                 row["per_request"] / bare[0]["per_request"]
@@ -248,9 +254,10 @@ def ratios(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
 def render(rows: Sequence[dict[str, Any]], targets: Sequence[Target], meta: dict[str, Any]) -> str:
     by_key = {(r["mode"], r["target"]): r for r in rows}
     modes = list(dict.fromkeys(r["mode"] for r in rows))
-    rel = ratios(rows)
-    rated = [t for t in targets if t.name in rel]
-    head = ["mode", *(t.label for t in targets), *(f"{t.label} ÷ bare" for t in rated)]
+    columns = [(base, t, ratios(rows, base)[t.name]) for base in BARES
+               for t in targets if t.name in ratios(rows, base)]
+    head = ["mode", *(t.label for t in targets),
+            *(f"{t.label} ÷ {base}" for base, t, _ in columns)]
     lines = [
         f"callgrind instructions per `tools/call echo` request: {meta['requests']} requests "
         f"after {meta['warmup']} warm-up, one keep-alive connection",
@@ -268,8 +275,8 @@ def render(rows: Sequence[dict[str, Any]], targets: Sequence[Target], meta: dict
                 cells.append(f"{row['per_request']:,} ({row['path']})")
             else:
                 cells.append(f"{row['per_request']:,}")
-        for target in rated:
-            ratio = rel[target.name].get(mode)
+        for _, _, by_mode in columns:
+            ratio = by_mode.get(mode)
             cells.append("-" if ratio is None else f"{ratio:.3f}x")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -296,7 +303,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--targets",
         default=DEFAULT_TARGETS,
-        help="comma-separated: tornado-mcp (or ours), defaults, defaults-async, bare",
+        help="comma-separated: tornado-mcp (or ours), defaults, defaults-async, bare, "
+             "bare-read",
     )
     parser.add_argument(
         "--ours-cmd", default=DEFAULT_OURS, help="the bench configuration's command (no --port)"
@@ -330,8 +338,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                            else defaults_target())
         elif kind == "defaults-async":
             targets.append(async_echo_target())
-        else:
+        elif kind == "bare":
             targets.append(bare_target())
+        else:
+            targets.append(bare_target(READ_CHUNK))
     if not targets:
         raise SystemExit("no target to run")
     for tool in ("valgrind", "callgrind_control"):
@@ -364,9 +374,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     shutil.rmtree(work_dir, ignore_errors=True)
     if args.json:
-        rel = {t: {m: round(v, 4) for m, v in by_mode.items()}
-               for t, by_mode in ratios(rows).items()}
-        print(json.dumps({"meta": meta, "rows": rows, "ratios": rel}, indent=2))
+        rel = {base: {t: {m: round(v, 4) for m, v in by_mode.items()}
+                      for t, by_mode in ratios(rows, base).items()} for base in BARES}
+        print(json.dumps({"meta": meta, "rows": rows, "ratios": rel["bare"],
+                          "ratios_same_read": rel["bare-read"]}, indent=2))
     else:
         print(render(rows, targets, meta))
     return 0

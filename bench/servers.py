@@ -83,13 +83,18 @@ def python_exe() -> str:
     return sys.executable
 
 
-def bare_target() -> Target:
+def bare_target(read_chunk: int | None = None) -> Target:
+    """Bare Tornado as it ships (``bare``), or with the HTTP server reading ``read_chunk``
+    bytes at a time (``bare-read``: the read size the tornado-mcp servers use)."""
     script = BENCH_DIR / "fixtures" / "bare_tornado.py"
 
     def build(port: int, options: ServerOptions) -> list[str]:
-        return [python_exe(), str(script), "--port", str(port)]
+        argv = [python_exe(), str(script), "--port", str(port)]
+        return argv if read_chunk is None else [*argv, "--read-chunk", str(read_chunk)]
 
-    return Target("bare", "bare Tornado", "bare", build)
+    if read_chunk is None:
+        return Target("bare", "bare Tornado", "bare", build)
+    return Target("bare-read", f"bare Tornado, {read_chunk // 1024} KiB reads", "bare", build)
 
 
 def sdk_target() -> Target:

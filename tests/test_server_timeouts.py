@@ -18,6 +18,8 @@ import pytest
 from conftest import REPO_ROOT, ServerFactory
 from http_wire import WireConn
 
+from mcp_http import Running, rpc
+
 from tornado_mcp import cli
 
 SERVERS = {
@@ -92,6 +94,7 @@ def test_the_flags_and_their_defaults_are_documented(name: str) -> None:
     flat = " ".join(out.split())
     assert "--header-timeout SECONDS" in flat
     assert "--body-timeout SECONDS" in flat
+    assert "--read-chunk BYTES" in flat
     assert f"(default: {cli.HEADER_TIMEOUT:g})" in flat
     assert f"(default: {cli.BODY_TIMEOUT:g})" in flat
 
@@ -120,6 +123,46 @@ def test_the_timeouts_can_be_turned_off_with_none() -> None:
     cli.add_option_flags(parser)
     args = parser.parse_args(["--body-timeout", "none", "--header-timeout", "NONE"])
     assert cli.http_server_bounds(args) == {"idle_connection_timeout": None,
-                                            "body_timeout": None}
+                                            "body_timeout": None, "chunk_size": 8192}
     defaults = cli.http_server_bounds(parser.parse_args([]))
-    assert defaults == {"idle_connection_timeout": 30.0, "body_timeout": 60.0}
+    assert defaults == {"idle_connection_timeout": 30.0, "body_timeout": 60.0,
+                        "chunk_size": cli.READ_CHUNK}
+
+
+@pytest.mark.parametrize(("value", "accepted"), [("1024", True), ("1023", False),
+                                                 ("1048576", True), ("1048577", False),
+                                                 ("lots", False)])
+def test_the_read_size_is_bounded(value: str, accepted: bool) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    cli.add_option_flags(parser)
+    if accepted:
+        assert cli.http_server_bounds(parser.parse_args(["--read-chunk", value])
+                                      )["chunk_size"] == int(value)
+    else:
+        with pytest.raises(SystemExit):
+            parser.parse_args(["--read-chunk", value])
+
+
+@pytest.mark.parametrize("name", list(SERVERS))
+async def test_a_body_many_reads_long_arrives_whole(server_factory: ServerFactory,
+                                                   name: str) -> None:
+    """With the smallest read size, a 200 KB argument arrives in 200 reads and chunks,
+    and the tool sees it whole; the default read size serves it too."""
+    for flags in (["--read-chunk", "1024"], []):
+        srv = server_factory([*SERVERS[name], *flags])
+        client = Running.remote(srv.port)
+        try:
+            sid = await client.initialize()
+            text = "x" * 200_000
+            tool = "greet" if name == "embed" else "echo"
+            arguments = {"name": text} if name == "embed" else {"text": text}
+            reply = await client.post(rpc("tools/call", {"name": tool,
+                                                         "arguments": arguments}, 2),
+                                      session=sid)
+            assert reply.status == 200
+            assert text in reply.messages[-1]["result"]["content"][0]["text"]
+        finally:
+            client.client.close()
+            srv.stop()
