@@ -19,7 +19,7 @@ import pytest
 import tornado.httpserver
 import tornado.web
 
-from tests.mcp_http import (
+from mcp_http import (
     MODERN,
     TIMEOUT,
     Running,

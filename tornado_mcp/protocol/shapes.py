@@ -170,32 +170,40 @@ def _compiled(schema: Schema) -> _Loader | None:
 
 
 def _generate(plan: _Plan) -> _Loader:
+    """The source of one loader: per field, only the checks its declaration needs (a
+    value stored again only when it is renamed or loaded from a nested schema)."""
     env: dict[str, Any] = {"dict": dict}
     lines = ["def load(data):", "    out = dict(data)"]
     for n, (data_key, attr, required, allow_none, check) in enumerate(plan):
-        lines.append(f"    if {data_key!r} in data:")
-        if check is None:
-            lines.append("        return None")
+        key = repr(data_key)
+        if check is None:  # extra validators: marshmallow's to judge
+            lines += [f"    if {key} in data:", "        return None"]
             continue
-        lines.append(f"        v = data[{data_key!r}]")
-        if check is not True:
-            lines.append("        if v is None:")
-            lines.append("            pass" if allow_none else "            return None")
-            if isinstance(check, tuple):
-                env[f"nested{n}"] = _generate(check)
-                lines += ["        elif type(v) is not dict:", "            return None",
-                          "        else:", f"            v = nested{n}(v)",
-                          "            if v is None:", "                return None"]
-            else:
-                env[f"type{n}"] = check
-                lines += [f"        elif type(v) is not type{n}:", "            return None"]
+        body: list[str] = []
+        if isinstance(check, tuple):
+            env[f"nested{n}"] = _generate(check)
+            inner = ["if type(v) is not dict:", "    return None", f"v = nested{n}(v)",
+                     "if v is None:", "    return None"]
+            body += ["if v is not None:", *("    " + line for line in inner)] \
+                if allow_none else inner
+        elif check is not True:
+            env[f"type{n}"] = check  # str, dict or bool: None never passes for them
+            body.append(f"if {'v is not None and ' if allow_none else ''}"
+                        f"type(v) is not type{n}:")
+            body.append("    return None")
         elif not allow_none:
-            lines += ["        if v is None:", "            return None"]
+            body += ["if v is None:", "    return None"]
         if data_key != attr:
-            lines.append(f"        del out[{data_key!r}]")
-        lines.append(f"        out[{attr!r}] = v")
-        if required:
-            lines += ["    else:", "        return None"]
+            body.append(f"del out[{key}]")
+        if data_key != attr or isinstance(check, tuple):
+            body.append(f"out[{attr!r}] = v")
+        if body:
+            lines += [f"    if {key} in data:", f"        v = data[{key}]",
+                      *("        " + line for line in body)]
+            if required:
+                lines += ["    else:", "        return None"]
+        elif required:
+            lines += [f"    if {key} not in data:", "        return None"]
     lines.append("    return out")
     exec("\n".join(lines), env)
     loader: _Loader = env["load"]

@@ -58,6 +58,20 @@ class MCPHandler(LeanHandler):
     transport: Endpoint
     #: True in a subclass that overrides :meth:`get_principal` (set by ``__init_subclass__``).
     custom_principal = False
+    # Per request, set on the instance when they change (class defaults cost no work):
+    #: This response as an SSE stream, once :meth:`open_channel` made it one.
+    channel: SSEChannel | None = None
+    #: Called when the client disconnects before the response is complete.
+    on_disconnect: Callable[[], None] | None = None
+    #: The request a ``Context`` is handling, once one is dispatched.
+    exchange: RequestStream | None = None
+    #: Who is calling, as the endpoint's authentication established it.
+    principal: Principal = ANONYMOUS
+    #: A refusal decided from the headers, answered once the (small) body is read.
+    _deferred: Reply | None = None
+    #: The parsed request, whose JSON-RPC id(s) the access log line names.
+    log_message: Any = None
+    _log_reason: str | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -67,19 +81,6 @@ class MCPHandler(LeanHandler):
         self.transport = transport
         self._chunks: list[bytes] = []
         self._size = 0
-        #: This response as an SSE stream, once :meth:`open_channel` made it one.
-        self.channel: SSEChannel | None = None
-        #: Called when the client disconnects before the response is complete.
-        self.on_disconnect: Callable[[], None] | None = None
-        #: The request a ``Context`` is handling, once one is dispatched.
-        self.exchange: RequestStream | None = None
-        #: Who is calling, as the endpoint's authentication established it.
-        self.principal: Principal = ANONYMOUS
-        #: A refusal decided from the headers, answered once the (small) body is read.
-        self._deferred: Reply | None = None
-        #: The parsed request, whose JSON-RPC id(s) the access log line names.
-        self.log_message: Any = None
-        self._log_reason: str | None = None
 
     # -- Tornado hooks ----------------------------------------------------------------------
     def check_xsrf_cookie(self) -> None:

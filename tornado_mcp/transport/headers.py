@@ -48,7 +48,17 @@ def accepts(header: str | None, *wanted: str) -> bool:
     """Does an ``Accept`` header admit every one of ``wanted``?"""
     if not header:
         return False
-    offered = _offered(header)
+    if len(header) <= MAX_CACHED_HEADER:
+        return _accepts(header, wanted)
+    return _admits(_offered(header), wanted)
+
+
+@functools.lru_cache(maxsize=256)
+def _accepts(header: str, wanted: tuple[str, ...]) -> bool:
+    return _admits(_offered(header), wanted)
+
+
+def _admits(offered: frozenset[str], wanted: tuple[str, ...]) -> bool:
     if "*/*" in offered:
         return True
     return all(w in offered or f"{w.split('/')[0]}/*" in offered for w in wanted)
