@@ -159,6 +159,14 @@ class MCPHandler(LeanHandler):
     def on_finish(self) -> None:
         self.transport.detach(self)
 
+    def _break_cycles(self) -> None:
+        """The response is complete: let go of what points back at this handler (the
+        request's stream, the disconnect hook, often a bound method of its own), so the
+        request's objects are freed at once rather than by a garbage-collector pass."""
+        super()._break_cycles()
+        self.on_disconnect = None
+        self.exchange = None
+
     def finish(self, chunk: str | bytes | dict[str, Any] | None = None) -> Future[None]:
         """Finish the response; one finished before its request's body was read (Tornado
         then closes the connection) says ``Connection: close``, so a keep-alive client
