@@ -43,6 +43,7 @@ from bench.servers import (
     sdk_target,
     ts_target,
 )
+from tornado_mcp.cli import READ_CHUNK
 
 SCENARIOS: dict[str, Callable[[Sequence[Target], Config], dict[str, Any]]] = {
     "S1": s1_throughput.run,
@@ -117,6 +118,8 @@ def build_targets(args: argparse.Namespace) -> tuple[list[Target], list[str]]:
             targets.append(sdk_target())
         elif name == "bare":
             targets.append(bare_target())
+        elif name == "bare-read":
+            targets.append(bare_target(READ_CHUNK))
         elif name == "ts":
             if args.ts_cmd:
                 targets.append(ts_target(args.ts_cmd))
@@ -127,7 +130,7 @@ def build_targets(args: argparse.Namespace) -> tuple[list[Target], list[str]]:
                     "TypeScript SDK (set up with: npm --prefix bench/fixtures/ts_server ci)"
                 )
         else:
-            raise SystemExit(f"unknown target {name!r} (ours, uvloop, sdk, bare, ts)")
+            raise SystemExit(f"unknown target {name!r} (ours, uvloop, sdk, bare, bare-read, ts)")
     return targets, skipped
 
 
@@ -146,9 +149,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--only", default="", help="comma-separated scenarios, e.g. S1,S4")
     parser.add_argument(
         "--targets",
-        default="ours,defaults,sdk,bare,ts",
+        default="ours,defaults,sdk,bare,bare-read,ts",
         help="comma-separated: ours (the bench configuration), defaults (S1 only), uvloop, "
-        "sdk, bare, ts (ts only when its fixture is installed)",
+        "sdk, bare, bare-read (S1 only: bare Tornado reading as our servers do), ts (ts only "
+        "when its fixture is installed)",
     )
     parser.add_argument(
         "--ours-cmd", default=DEFAULT_OURS, help="our server's command (without --port)"
@@ -238,7 +242,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         t0 = time.monotonic()
         # The defaults are S1's second configuration of our server; the other scenarios
         # measure the bench configuration only.
-        chosen = targets if key == "S1" else [t for t in targets if t.name != "defaults"]
+        chosen = targets if key == "S1" else [t for t in targets
+                                               if t.name not in ("defaults", "bare-read")]
         try:
             section = SCENARIOS[key](chosen, cfg)
         except Exception as exc:  # keep going: one broken scenario must not hide the rest
