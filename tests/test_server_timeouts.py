@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 from conftest import REPO_ROOT, ServerFactory
 from http_wire import WireConn
-
 from mcp_http import Running, rpc
 
 from tornado_mcp import cli

@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 import tornado.httpserver
 import tornado.web
-
 from mcp_http import (
     MODERN,
     TIMEOUT,
@@ -29,6 +28,7 @@ from mcp_http import (
     result_of,
     rpc,
 )
+
 from tornado_mcp import Principal, Server, Transport
 from tornado_mcp.transport import MCPHandler
 
@@ -60,6 +60,17 @@ async def serve(app: tornado.web.Application) -> tuple[tornado.httpserver.HTTPSe
     return http, sockets[0].getsockname()[1]
 
 
+async def echo_n_times(transport: Transport, app: tornado.web.Application, times: int) -> None:
+    """Serve ``app`` and call ``echo`` ``times`` times on it; then stop it all."""
+    http, port = await serve(app)
+    try:
+        for n in range(times):
+            assert await echo(port, f"hi {n}", n) == f"hi {n}"
+    finally:
+        http.stop()
+        await transport.close()
+
+
 async def echo(port: int, text: str, request_id: int = 1) -> str:
     srv = Running(Server("client"), None, port)  # type: ignore[arg-type]
     try:
@@ -80,13 +91,7 @@ def recorded() -> AsyncIterator[list[str]]:
 
 async def test_requests_after_a_servers_first_are_served_directly(recorded: list[str]) -> None:
     transport = Transport(echo_server(), shutdown_grace=0.5)
-    http, port = await serve(tornado.web.Application(transport.routes("/mcp", Recording)))
-    try:
-        for n in range(4):
-            assert await echo(port, f"hi {n}", n) == f"hi {n}"
-    finally:
-        http.stop()
-        await transport.close()
+    await echo_n_times(transport, tornado.web.Application(transport.routes("/mcp", Recording)), 4)
     assert recorded == ["tornado", "direct", "direct", "direct"]
 
 
@@ -96,13 +101,7 @@ async def test_applications_that_ask_tornado_for_per_request_work_keep_its_path(
         recorded: list[str], settings: dict[str, Any]) -> None:
     transport = Transport(echo_server(), shutdown_grace=0.5)
     app = tornado.web.Application(transport.routes("/mcp", Recording), **settings)
-    http, port = await serve(app)
-    try:
-        for n in range(3):
-            assert await echo(port, f"x{n}", n) == f"x{n}"
-    finally:
-        http.stop()
-        await transport.close()
+    await echo_n_times(transport, app, 3)
     assert recorded == ["tornado"] * 3
 
 

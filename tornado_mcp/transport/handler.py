@@ -58,7 +58,6 @@ class MCPHandler(LeanHandler):
     transport: Endpoint
     #: True in a subclass that overrides :meth:`get_principal` (set by ``__init_subclass__``).
     custom_principal = False
-    # Per request, set on the instance when they change (class defaults cost no work):
     #: This response as an SSE stream, once :meth:`open_channel` made it one.
     channel: SSEChannel | None = None
     #: Called when the client disconnects before the response is complete.
@@ -158,14 +157,9 @@ class MCPHandler(LeanHandler):
 
     def on_finish(self) -> None:
         self.transport.detach(self)
-
-    def _break_cycles(self) -> None:
-        """The response is complete: let go of what points back at this handler (the
-        request's stream, the disconnect hook, often a bound method of its own), so the
-        request's objects are freed at once rather than by a garbage-collector pass."""
-        super()._break_cycles()
-        self.on_disconnect = None
-        self.exchange = None
+        # What points back at this handler goes, so the request's objects are freed at
+        # once, not left in cycles for a garbage-collector pass (which stalls the loop).
+        self.on_disconnect = self.exchange = None
 
     def finish(self, chunk: str | bytes | dict[str, Any] | None = None) -> Future[None]:
         """Finish the response; one finished before its request's body was read (Tornado
