@@ -11,13 +11,18 @@ server is served with its own application, and that an asynchronous ``prepare``
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 import tornado.httpserver
+import tornado.routing
 import tornado.web
+from http_wire import WireConn
 from mcp_http import (
     MODERN,
     TIMEOUT,
@@ -27,6 +32,7 @@ from mcp_http import (
     modern_header_lines,
     result_of,
     rpc,
+    wait_until,
 )
 
 from tornado_mcp import Principal, Server, Transport
@@ -147,6 +153,10 @@ class SlowLogin(Recording):
         SlowLogin.events.append("body")
         super().data_received(chunk)
 
+    def on_connection_close(self) -> None:
+        SlowLogin.events.append("closed")
+        super().on_connection_close()
+
 
 async def test_an_asynchronous_prepare_runs_before_the_body_is_read(
         recorded: list[str]) -> None:
@@ -189,3 +199,169 @@ async def test_methods_without_a_body_and_refusals_take_the_direct_route(
         http.stop()
         await transport.close()
     assert recorded == ["tornado", "direct", "direct"]
+
+
+async def test_a_client_leaving_mid_body_after_an_asynchronous_prepare_gets_no_500(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Tornado's order: the peer that leaves while its body is awaited is not answered,
+    and nothing is logged as an error."""
+    SlowLogin.events = []
+    SlowLogin.entered, SlowLogin.release = asyncio.Event(), asyncio.Event()
+    SlowLogin.release.set()
+    transport = Transport(echo_server(), shutdown_grace=0.5)
+    http, port = await serve(tornado.web.Application(transport.routes("/mcp", SlowLogin)))
+    try:
+        assert await echo(port, "first") == "first"  # the route knows the server now
+        body = modern_body("tools/call", {"name": "echo", "arguments": {"text": "t"}})
+        conn = await WireConn.open(port)
+        head = "".join(f"{k}: {v}\r\n" for k, v in modern_header_lines("tools/call", "echo"))
+        await conn.send(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n{head}"
+                        f"Content-Length: {len(body)}\r\n\r\n".encode() + body[:10])
+        await asyncio.wait_for(SlowLogin.entered.wait(), TIMEOUT)
+        conn.close()
+        await wait_until(lambda: "closed" in SlowLogin.events)  # the server saw it go
+        assert await echo(port, "after") == "after"  # the server is fine
+    finally:
+        http.stop()
+        await transport.close()
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
+
+
+async def test_applications_behind_one_server_by_host_are_each_served_with_their_own(
+        recorded: list[str]) -> None:
+    """The same rules in two applications that one HTTP server routes by host name."""
+    transport = Transport(echo_server(), shutdown_grace=0.5, allowed_hosts=["public", "admin"])
+    rules = transport.routes("/mcp", Recording)
+    logged: dict[str, list[str]] = {"pub": [], "admin": []}
+    pub = tornado.web.Application(rules, log_function=lambda h: logged["pub"].append(
+        h.request.host_name))
+    admin = tornado.web.Application(rules, log_function=lambda h: logged["admin"].append(
+        h.request.host_name))
+    router = tornado.routing.RuleRouter([(tornado.routing.HostMatches("admin"), admin),
+                                         (tornado.routing.AnyMatches(), pub)])
+    http = tornado.httpserver.HTTPServer(router)
+    sockets = loopback_sockets()
+    http.add_sockets(sockets)
+    port = sockets[0].getsockname()[1]
+    try:
+        for n in range(3):
+            for host in ("public", "admin"):
+                body = modern_body("tools/call", {"name": "echo", "arguments": {"text": host}},
+                                   n)
+                lines = [f"{k}: {v}" for k, v in modern_header_lines("tools/call", "echo")]
+                conn = await WireConn.open(port)
+                try:
+                    await conn.send("\r\n".join([
+                        "POST /mcp HTTP/1.1", f"Host: {host}", *lines,
+                        f"Content-Length: {len(body)}", "", ""]).encode() + body)
+                    reply = await conn.read_reply()
+                finally:
+                    conn.close()
+                assert reply.status == 200 and host.encode() in reply.body
+    finally:
+        http.stop()
+        await transport.close()
+    assert logged == {"pub": ["public"] * 3, "admin": ["admin"] * 3}
+    assert recorded.count("direct") == 4  # each host's first request taught the route
+
+
+class StampingBase(tornado.web.RequestHandler):
+    """An application's base handler that adds a header in ``finish``, and sets up
+    something of its own in ``__init__``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.stamp = "base"
+        super().__init__(*args, **kwargs)
+
+    def finish(self, chunk: Any = None) -> Any:
+        self.set_header("X-Stamp", self.stamp)
+        return super().finish(chunk)
+
+
+class StampedMCPHandler(StampingBase, MCPHandler):
+    pass
+
+
+class Mixin:
+    def __init__(self) -> None:
+        self.mixed = True
+
+
+class MixedMCPHandler(MCPHandler, Mixin):
+    def prepare(self) -> Any:
+        assert self.mixed
+        return super().prepare()
+
+
+@pytest.mark.parametrize("handler", [StampedMCPHandler, MixedMCPHandler])
+async def test_a_subclass_keeps_its_own_finish_and_its_mixins_init(
+        handler: type[MCPHandler]) -> None:
+    transport = Transport(echo_server(), shutdown_grace=0.5)
+    http, port = await serve(tornado.web.Application(transport.routes("/mcp", handler)))
+    srv = Running(Server("client"), transport, port)
+    try:
+        for n in range(3):  # Tornado's path, then the direct route
+            reply = await srv.request("POST", modern_body("tools/call", {
+                "name": "echo", "arguments": {"text": "s"}}, n),
+                dict(modern_header_lines("tools/call", "echo")))
+            assert reply.status == 200
+            if handler is StampedMCPHandler:
+                assert reply.headers.get("X-Stamp") == "base"
+    finally:
+        srv.client.close()
+        http.stop()
+        await transport.close()
+
+
+async def test_a_wrapped_tornado_keeps_its_path(recorded: list[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent that wraps RequestHandler._execute (as tracing agents do) sees every
+    request: the direct route steps aside."""
+    seen: list[str] = []
+    original = tornado.web.RequestHandler._execute
+
+    @functools.wraps(original)
+    def traced(self: tornado.web.RequestHandler, *args: Any, **kwargs: Any) -> Any:
+        seen.append(self.request.method or "")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(tornado.web.RequestHandler, "_execute", traced)
+    transport = Transport(echo_server(), shutdown_grace=0.5)
+    await echo_n_times(transport, tornado.web.Application(transport.routes("/mcp", Recording)), 3)
+    assert recorded == ["tornado"] * 3 and seen == ["POST"] * 3
+
+
+REQUEST_USER: contextvars.ContextVar[str | None] = contextvars.ContextVar("user", default=None)
+
+
+class ContextualLogin(Recording):
+    """A synchronous prepare that sets a context variable for its request."""
+
+    seen: list[str | None] = []
+
+    def prepare(self) -> Any:
+        ContextualLogin.seen.append(REQUEST_USER.get())
+        REQUEST_USER.set(f"user-{len(ContextualLogin.seen)}")
+        return super().prepare()
+
+
+async def test_what_a_synchronous_prepare_sets_stays_with_its_request(
+        recorded: list[str]) -> None:
+    """Each request on a keep-alive connection starts from a clean context."""
+    ContextualLogin.seen = []
+    transport = Transport(echo_server(), shutdown_grace=0.5)
+    http, port = await serve(tornado.web.Application(transport.routes("/mcp",
+                                                                      ContextualLogin)))
+    conn = await WireConn.open(port)
+    try:
+        for n in range(4):
+            reply = await conn.exchange("POST", list(modern_header_lines("tools/call", "echo")),
+                                        modern_body("tools/call", {
+                                            "name": "echo", "arguments": {"text": "c"}}, n))
+            assert reply.status == 200
+    finally:
+        conn.close()
+        http.stop()
+        await transport.close()
+    assert recorded == ["tornado", "direct", "direct", "direct"]
+    assert ContextualLogin.seen == [None] * 4

@@ -11,6 +11,7 @@ objects were in a cycle.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import json
 from collections.abc import Iterator
@@ -18,8 +19,18 @@ from typing import Any
 
 import pytest
 from http_wire import WireConn
-from mcp_http import LEGACY, example_server, init_msg, modern_body, modern_header_lines, running
+from mcp_http import (
+    LEGACY,
+    TIMEOUT,
+    example_server,
+    init_msg,
+    modern_body,
+    modern_header_lines,
+    rpc,
+    running,
+)
 
+from tornado_mcp import Server
 from tornado_mcp.server.context import Context
 from tornado_mcp.transport.handler import MCPHandler
 from tornado_mcp.transport.request import RequestStream
@@ -99,3 +110,34 @@ async def test_modern_requests_and_refusals_leave_no_cycles(
             assert cyclic_request_objects() == []
         finally:
             conn.close()
+
+
+async def test_a_context_kept_past_the_response_still_reaches_the_client() -> None:
+    """The stream holds its context weakly; a context something else keeps (a task the
+    tool handed work to, say) still sends the server's requests, on the GET stream."""
+    server = Server("kept")
+    kept: list[Context] = []
+
+    @server.tool()
+    async def remember(ctx: Context) -> str:
+        kept.append(ctx)
+        return "kept"
+
+    async with running(server) as srv:
+        sid = await srv.initialize()
+        get = await srv.open_stream("GET", None, {"Accept": "text/event-stream",
+                                                  "Mcp-Session-Id": sid,
+                                                  "MCP-Protocol-Version": LEGACY})
+        try:
+            reply = await srv.post(rpc("tools/call", {"name": "remember", "arguments": {}}, 2),
+                                   session=sid)
+            assert reply.status == 200 and kept
+            ping = asyncio.ensure_future(kept[0].ping(timeout=TIMEOUT))
+            asked = (await get.wait_messages(1))[0]
+            assert asked["method"] == "ping"
+            answer = await srv.post({"jsonrpc": "2.0", "id": asked["id"], "result": {}},
+                                    session=sid)
+            assert answer.status == 202
+            assert await asyncio.wait_for(ping, TIMEOUT) == {}
+        finally:
+            get.close()

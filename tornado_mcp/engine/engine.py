@@ -226,12 +226,7 @@ class Engine:
             return {"jsonrpc": "2.0", "id": request_id,
                     "error": error_of(exc, f"handler for {method}")}
         finally:
-            # Done: the context lets go of its task and the channel of its context, so
-            # what the request made is freed by reference counting, not left in cycles
-            # for the garbage collector (whose full passes stall the loop).
             ctx.task = None
-            if channel.ctx is ctx:
-                channel.ctx = None
             if task is not None:
                 self._running.discard(task)
                 if not self._running and self._idle is not None:

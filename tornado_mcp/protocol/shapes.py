@@ -176,8 +176,9 @@ def _generate(plan: _Plan) -> _Loader:
     lines = ["def load(data):", "    out = dict(data)"]
     for n, (data_key, attr, required, allow_none, check) in enumerate(plan):
         key = repr(data_key)
-        if check is None:  # extra validators: marshmallow's to judge
-            lines += [f"    if {key} in data:", "        return None"]
+        if check is None:  # extra validators: marshmallow's to judge, present or missing
+            lines += ["    return None"] if required else \
+                [f"    if {key} in data:", "        return None"]
             continue
         body: list[str] = []
         if isinstance(check, tuple):

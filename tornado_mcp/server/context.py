@@ -150,6 +150,7 @@ class Context(_Logging):
     """Request-scoped helpers and facts; see the module docstring."""
 
     __slots__ = (
+        "__weakref__",  # a request's stream refers to its context weakly
         "_asked",
         "_cancelled",
         "_channel",

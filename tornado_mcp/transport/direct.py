@@ -29,6 +29,7 @@ applications whose settings ask for per-request work of Tornado's (``xsrf_cookie
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import weakref
 from collections.abc import Awaitable
 from typing import Any
@@ -36,6 +37,10 @@ from typing import Any
 import tornado.routing
 import tornado.web
 from tornado import httputil
+from tornado.iostream import StreamClosedError
+from tornado.log import app_log
+
+from .lean import as_shipped
 
 #: The attribute a declined request carries, naming the route that wants its application.
 LEARN = "_tornado_mcp_direct_route"
@@ -47,6 +52,12 @@ def learn(handler: tornado.web.RequestHandler) -> None:
     route: DirectRoute | None = handler.request.__dict__.get(LEARN)
     if route is not None:
         route.learn(handler.request, handler.application)
+
+
+#: Host names remembered per HTTP server (past it, they are learnt again).
+MAX_HOSTS = 64
+_NO_HOSTS: dict[str, Any] = {}
+_UNKNOWN: Any = object()
 
 
 def eligible(application: tornado.web.Application) -> bool:
@@ -76,10 +87,11 @@ class DirectRoute(tornado.routing.Router):
         self.kwargs = kwargs
         self._methods = frozenset(handler_class.SUPPORTED_METHODS)
         #: Each HTTP server's connection parameters (one object per server) -> the
-        #: application it serves, or None when that application is not eligible.
-        self._apps: weakref.WeakKeyDictionary[Any, tornado.web.Application | None] = \
-            weakref.WeakKeyDictionary()
-        self._last: tuple[Any, tornado.web.Application | None] = (None, None)
+        #: application serving each host name it was asked for there (several
+        #: applications may share a server, routed by host), None where not eligible.
+        self._apps: weakref.WeakKeyDictionary[Any, dict[str, tornado.web.Application | None]] \
+            = weakref.WeakKeyDictionary()
+        self._last: tuple[Any, str, tornado.web.Application | None] = (None, "", None)
 
     def find_handler(self, request: httputil.HTTPServerRequest,
                      **target_params: Any) -> httputil.HTTPMessageDelegate | None:
@@ -87,16 +99,16 @@ class DirectRoute(tornado.routing.Router):
                 or target_params.get("path_kwargs"):
             return None
         server = getattr(request.connection, "params", None)
-        last_server, app = self._last
-        if server is not last_server or server is None:
+        host = request.host_name
+        last_server, last_host, app = self._last
+        if server is not last_server or host != last_host or server is None:
             if server is None:
                 return None
-            try:
-                app = self._apps[server]
-            except KeyError:
+            app = self._apps.get(server, _NO_HOSTS).get(host, _UNKNOWN)
+            if app is _UNKNOWN:
                 setattr(request, LEARN, self)  # the ordinary rule serves it, and tells us
                 return None
-            self._last = (server, app)
+            self._last = (server, host, app)
         if app is None:
             return None
         return _Delegate(app, request, self.handler_class, self.kwargs)
@@ -104,15 +116,23 @@ class DirectRoute(tornado.routing.Router):
     def learn(self, request: httputil.HTTPServerRequest,
               application: tornado.web.Application) -> None:
         server = getattr(request.connection, "params", None)
-        if server is not None:
-            self._apps[server] = application if eligible(application) else None
+        if server is None:
+            return
+        hosts = self._apps.get(server)
+        if hosts is None:
+            hosts = self._apps[server] = {}
+        elif len(hosts) >= MAX_HOSTS:  # the host name is the client's to choose: bounded
+            hosts.clear()
+        direct = eligible(application) and as_shipped(self.handler_class)
+        hosts[request.host_name] = application if direct else None
 
 
 class _Delegate(httputil.HTTPMessageDelegate):
     """One request, from its headers to its handler's method (the ``stream_request_body``
     flow of Tornado's ``_HandlerDelegate`` and ``RequestHandler._execute``)."""
 
-    __slots__ = ("application", "handler", "handler_class", "kwargs", "request", "serving")
+    __slots__ = ("application", "context", "handler", "handler_class", "kwargs", "request",
+                 "serving")
 
     def __init__(self, application: tornado.web.Application,
                  request: httputil.HTTPServerRequest,
@@ -124,6 +144,9 @@ class _Delegate(httputil.HTTPMessageDelegate):
         self.handler: tornado.web.RequestHandler | None = None
         #: An asynchronous ``prepare``'s task, which runs the method itself.
         self.serving = False
+        #: The request's own context: ``prepare`` and the method share it, as they share
+        #: ``_execute``'s task on the ordinary path, apart from the connection's.
+        self.context = contextvars.copy_context()
 
     def headers_received(self, start_line: httputil.RequestStartLine | httputil.ResponseStartLine,
                          headers: httputil.HTTPHeaders) -> Awaitable[None] | None:
@@ -133,17 +156,18 @@ class _Delegate(httputil.HTTPMessageDelegate):
         h = self.handler = self.handler_class(app, request, **self.kwargs)
         h._transforms = [t(request) for t in app.transforms] if app.transforms else []
         h.path_args, h.path_kwargs = [], {}  # the route has no groups (or it declined)
-        try:
-            prepared = h.prepare()  # synchronous unless the endpoint authenticates
+        try:  # synchronous unless the endpoint authenticates
+            prepared = self.context.run(h.prepare)
         except Exception as exc:
-            h._handle_request_exception(exc)
+            _answer_exception(h, exc)
             return None
         if prepared is None:
             return None
         # Asynchronous prepare: Tornado's order, in one task; the body is read once it is done.
         self.serving = True
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        task = asyncio.get_running_loop().create_task(self._serve(prepared, ready))
+        task = asyncio.get_running_loop().create_task(self._serve(prepared, ready),
+                                                      context=self.context)
         task.add_done_callback(_retrieve)
         return ready
 
@@ -161,7 +185,7 @@ class _Delegate(httputil.HTTPMessageDelegate):
         if h._finished or self.serving:
             return  # answered in prepare, or an asynchronous prepare's task runs the method
         # The task's errors are answered by _run_method; only a cancellation ends it.
-        asyncio.get_running_loop().create_task(_run_method(h))
+        asyncio.get_running_loop().create_task(_run_method(h), context=self.context)
 
     def on_connection_close(self) -> None:
         if self.handler is not None:
@@ -180,10 +204,10 @@ class _Delegate(httputil.HTTPMessageDelegate):
                 return
             try:
                 await self.request._body_future
-            except asyncio.CancelledError:
+            except StreamClosedError:  # the peer left mid-body: nothing to answer
                 return
         except Exception as exc:
-            h._handle_request_exception(exc)
+            _answer_exception(h, exc)
             return
         await _run_method(h)
 
@@ -204,9 +228,21 @@ async def _run_method(h: tornado.web.RequestHandler) -> None:
             # This request's own task was cancelled: answer, so the connection is not
             # left hanging, and let the cancellation propagate.
             if not h._finished:
-                h.send_error(500)
+                try:
+                    h.send_error(500)
+                except Exception:
+                    app_log.error("Exception in exception handler", exc_info=True)
             raise
+        _answer_exception(h, exc)
+
+
+def _answer_exception(h: tornado.web.RequestHandler, exc: BaseException) -> None:
+    """Answer an exception as ``RequestHandler._execute`` does (an error page, a log line),
+    never letting one raised by that answer escape."""
+    try:
         h._handle_request_exception(exc)
+    except Exception:
+        app_log.error("Exception in exception handler", exc_info=True)
 
 
 def _retrieve(task: asyncio.Future[None]) -> None:

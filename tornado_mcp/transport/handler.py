@@ -157,9 +157,7 @@ class MCPHandler(LeanHandler):
 
     def on_finish(self) -> None:
         self.transport.detach(self)
-        # What points back at this handler goes, so the request's objects are freed at
-        # once, not left in cycles for a garbage-collector pass (which stalls the loop).
-        self.on_disconnect = self.exchange = None
+        self.on_disconnect = self.exchange = None  # no cycle left: freed now, not by gc
 
     def finish(self, chunk: str | bytes | dict[str, Any] | None = None) -> Future[None]:
         """Finish the response; one finished before its request's body was read (Tornado
@@ -168,6 +166,8 @@ class MCPHandler(LeanHandler):
         if not self._headers_written and body_unread(self.request):
             self.set_header("Connection", "close")
         return super().finish(chunk)
+
+    lean_finishes = (*LeanHandler.lean_finishes, finish)  # respond() says close too
 
     def _request_summary(self) -> str:
         """The access log line names the JSON-RPC id and why a request was refused (one

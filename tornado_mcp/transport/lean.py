@@ -24,14 +24,44 @@ from tornado.log import access_log
 from tornado.util import ObjectDict
 from tornado.web import _UIModuleNamespace
 
+_RH = tornado.web.RequestHandler
+#: The ``RequestHandler`` methods the lean paths stand in for, as Tornado defined them.
+_SHIPPED = {name: _RH.__dict__[name]
+            for name in ("__init__", "_execute", "clear", "write", "flush", "finish")}
+#: None of them came wrapped (by an agent patching Tornado before this import).
+_SHIPPED_CLEAN = not any(hasattr(f, "__wrapped__") for f in _SHIPPED.values())
+
+
+def as_shipped(handler_class: type[tornado.web.RequestHandler]) -> bool:
+    """Whether the lean paths may stand in for Tornado's own for ``handler_class``:
+    nothing (an APM or tracing agent, say) wrapped the ``RequestHandler`` methods they
+    replace, and ``handler_class`` overrides none of ``_execute``, ``write`` or ``flush``."""
+    return _SHIPPED_CLEAN and all(_RH.__dict__[name] is fn for name, fn in _SHIPPED.items()) \
+        and all(getattr(handler_class, name) is _SHIPPED[name]
+                for name in ("_execute", "write", "flush"))
+
 
 class LeanHandler(tornado.web.RequestHandler):
     """``RequestHandler`` with less work per request; see the module docstring."""
+
+    #: The ``finish`` methods :meth:`respond` does the work of: a subclass overriding
+    #: ``finish`` adds its own here when ``respond`` also does what it adds.
+    lean_finishes: tuple[Any, ...] = (_RH.finish,)
+    #: Whether :meth:`respond` may write in one go for this class (set per class).
+    _lean_respond = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._lean_respond = cls.finish in cls.lean_finishes and as_shipped(cls)
 
     def __init__(self, application: tornado.web.Application,
                  request: httputil.HTTPServerRequest, **kwargs: Any) -> None:
         """``RequestHandler``'s, less building the template namespace, which a handler
         answering JSON does not use (:attr:`ui` builds it on first use)."""
+        if _RH.__dict__["__init__"] is not _SHIPPED["__init__"] or not _SHIPPED_CLEAN:
+            super().__init__(application, request, **kwargs)  # wrapped: let it run
+            return
+        super(_RH, self).__init__()  # what RequestHandler's own does first (mixins after it)
         self.application = application
         self.request = request
         self._headers_written = False
@@ -72,9 +102,10 @@ class LeanHandler(tornado.web.RequestHandler):
         """Finish with the complete ``body``: ``finish(body)`` with the ``Content-Type``,
         written in one go when nothing asks for ``finish``'s general case (an output
         transform, cookies, a body not read to its end, a response already started)."""
-        if self._headers_written or self._write_buffer or self._transforms \
-                or "_new_cookie" in self.__dict__ or body_unread(self.request) \
-                or self._status_code in (204, 304) or self.request.method == "HEAD":
+        if not self._lean_respond or self._headers_written or self._write_buffer \
+                or self._transforms or "_new_cookie" in self.__dict__ \
+                or body_unread(self.request) or self._status_code in (204, 304) \
+                or self.request.method == "HEAD" or _RH.__dict__["finish"] is not _FINISH:
             self.set_header("Content-Type", content_type)
             self.finish(body)
             return
@@ -104,6 +135,7 @@ class LeanHandler(tornado.web.RequestHandler):
 
 
 _LOG_REQUEST = tornado.web.Application.log_request
+_FINISH = _SHIPPED["finish"]
 _date: tuple[int, str] = (0, "")
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -42,11 +43,11 @@ class RequestStream:
     the session's GET stream once the response is complete.
     """
 
-    __slots__ = ("ctx", "handler", "json_only", "notifications", "refused", "resumable")
+    __slots__ = ("_ctx", "handler", "json_only", "notifications", "refused", "resumable")
 
     def __init__(self, handler: Exchange) -> None:
         self.handler = handler
-        self.ctx: Context | None = None
+        self._ctx: weakref.ref[Context] | None = None
         self.json_only = False
         self.notifications = 0
         #: This request's stream, once it opened as a resumable one.
@@ -54,9 +55,23 @@ class RequestStream:
         #: The middleware refusal that answered the last request, if one did.
         self.refused: Refused | None = None
 
+    @property
+    def ctx(self) -> Context | None:
+        """The context of the request dispatched on this stream, while anything (its
+        handler, a task it handed work to) still holds it.  Held weakly: the context
+        holds this stream, and a cycle would leave both, and the handler, to the garbage
+        collector, whose full passes stall the loop."""
+        ref = self._ctx
+        return None if ref is None else ref()
+
+    @ctx.setter
+    def ctx(self, ctx: Context | None) -> None:
+        self._ctx = None if ctx is None else weakref.ref(ctx)
+
     def cancel(self) -> None:
-        if self.ctx is not None:
-            self.ctx.cancel()
+        ctx = self.ctx
+        if ctx is not None:
+            ctx.cancel()
 
     def disconnected(self) -> None:
         """The legacy client's connection closed before the response was complete.
