@@ -282,6 +282,11 @@ class StampedMCPHandler(StampingBase, MCPHandler):
     pass
 
 
+class LaterBaseMCPHandler(MCPHandler, StampingBase):
+    """The application's base listed after MCPHandler: its own ``__init__`` and
+    ``finish`` still run."""
+
+
 class Mixin:
     def __init__(self) -> None:
         self.mixed = True
@@ -293,7 +298,7 @@ class MixedMCPHandler(MCPHandler, Mixin):
         return super().prepare()
 
 
-@pytest.mark.parametrize("handler", [StampedMCPHandler, MixedMCPHandler])
+@pytest.mark.parametrize("handler", [StampedMCPHandler, LaterBaseMCPHandler, MixedMCPHandler])
 async def test_a_subclass_keeps_its_own_finish_and_its_mixins_init(
         handler: type[MCPHandler]) -> None:
     transport = Transport(echo_server(), shutdown_grace=0.5)
@@ -305,7 +310,7 @@ async def test_a_subclass_keeps_its_own_finish_and_its_mixins_init(
                 "name": "echo", "arguments": {"text": "s"}}, n),
                 dict(modern_header_lines("tools/call", "echo")))
             assert reply.status == 200
-            if handler is StampedMCPHandler:
+            if handler is not MixedMCPHandler:
                 assert reply.headers.get("X-Stamp") == "base"
     finally:
         srv.client.close()
@@ -365,3 +370,55 @@ async def test_what_a_synchronous_prepare_sets_stays_with_its_request(
         await transport.close()
     assert recorded == ["tornado", "direct", "direct", "direct"]
     assert ContextualLogin.seen == [None] * 4
+
+
+async def test_a_finish_wrapped_after_start_up_sees_every_answer(
+        recorded: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent that wraps RequestHandler.finish once the handler classes exist still sees
+    every answer, on the direct route too."""
+    transport = Transport(echo_server(), shutdown_grace=0.5)
+    app = tornado.web.Application(transport.routes("/mcp", Recording))
+    http, port = await serve(app)
+    finished: list[int] = []
+    original = tornado.web.RequestHandler.finish
+
+    @functools.wraps(original)
+    def traced(self: tornado.web.RequestHandler, *args: Any, **kwargs: Any) -> Any:
+        finished.append(self.get_status())
+        return original(self, *args, **kwargs)
+
+    try:
+        assert await echo(port, "first") == "first"
+        monkeypatch.setattr(tornado.web.RequestHandler, "finish", traced)
+        for n in range(3):
+            assert await echo(port, f"x{n}", n) == f"x{n}"
+    finally:
+        http.stop()
+        await transport.close()
+    assert recorded == ["tornado", "direct", "direct", "direct"]
+    assert finished == [200, 200, 200]
+
+
+async def test_invented_host_names_do_not_push_out_the_real_one(recorded: list[str]) -> None:
+    """Host names the endpoint refuses are not remembered: a client sending hundreds of
+    them does not evict the served host's application from the route."""
+    transport = Transport(echo_server(), shutdown_grace=0.5)
+    http, port = await serve(tornado.web.Application(transport.routes("/mcp", Recording)))
+    body = modern_body("tools/call", {"name": "echo", "arguments": {"text": "x"}})
+    lines = [f"{k}: {v}" for k, v in modern_header_lines("tools/call", "echo")]
+    try:
+        assert await echo(port, "first") == "first"
+        conn = await WireConn.open(port)
+        try:
+            for n in range(100):
+                await conn.send("\r\n".join([
+                    "POST /mcp HTTP/1.1", f"Host: evil-{n}.example", *lines,
+                    f"Content-Length: {len(body)}", "", ""]).encode() + body)
+                assert (await conn.read_reply()).status == 403
+        finally:
+            conn.close()
+        assert await echo(port, "again") == "again"
+    finally:
+        http.stop()
+        await transport.close()
+    assert recorded[0] == "tornado" and recorded[-1] == "direct"

@@ -1,4 +1,4 @@
-"""A finished request leaves nothing for the garbage collector.
+"""A finished request leaves nothing for the garbage collector, over HTTP and stdio.
 
 What a request makes (its handler, the stream a ``Context`` talks through, the context)
 must be freed by reference counting when the response is complete.  Left in reference
@@ -28,14 +28,16 @@ from mcp_http import (
     modern_header_lines,
     rpc,
     running,
+    wait_until,
 )
 
 from tornado_mcp import Server
 from tornado_mcp.server.context import Context
+from tornado_mcp.stdio.connection import StdioConnection
 from tornado_mcp.transport.handler import MCPHandler
 from tornado_mcp.transport.request import RequestStream
 
-REQUEST_OBJECTS = (MCPHandler, RequestStream, Context)
+REQUEST_OBJECTS = (MCPHandler, RequestStream, Context, StdioConnection)
 POST_HEADERS = [("Content-Type", "application/json"),
                 ("Accept", "application/json, text/event-stream")]
 
@@ -141,3 +143,23 @@ async def test_a_context_kept_past_the_response_still_reaches_the_client() -> No
             assert await asyncio.wait_for(ping, TIMEOUT) == {}
         finally:
             get.close()
+
+
+async def test_stdio_requests_leave_no_cycles(collector_watch: list[Any]) -> None:
+    """The same over stdio, whose channel shares the engine."""
+    lines: list[bytes] = []
+    conn = StdioConnection(example_server(), lines.append)
+    try:
+        def call(n: int) -> bytes:
+            return tool_call(n) + b"\n"
+
+        conn.feed(json.dumps(init_msg()).encode() + b"\n" + call(1))
+        await wait_until(lambda: len(lines) >= 2)
+        cyclic_request_objects()
+        for n in range(2, 22):
+            conn.feed(call(n))
+        await wait_until(lambda: len(lines) >= 22)
+        assert all(b'"hi"' in line for line in lines[1:])
+        assert cyclic_request_objects() == []
+    finally:
+        await conn.close()

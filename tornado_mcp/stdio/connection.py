@@ -34,7 +34,7 @@ from ..protocol.errors import MCPError
 from ..protocol.identity import ANONYMOUS, Principal
 from ..protocol.jsonrpc import Kind, Reply, classify, error_body, safe_id, valid_id
 from ..protocol.shapes import ENVELOPE, INITIALIZE_PARAMS, load
-from ..server.context import Context
+from ..server.context_ref import HoldsContext
 from ..server.outbound import client_result, request_message
 from ..server.server import Server
 from ..server.session import Session
@@ -50,14 +50,14 @@ MAX_IN_FLIGHT = 100
 _EVENT_PREFIX = b"event: message\ndata: "
 
 
-class _Channel:
+class _Channel(HoldsContext):
     """A request's way back to the client: the one output stream."""
 
-    __slots__ = ("cancelled", "conn", "ctx", "refused")
+    __slots__ = ("cancelled", "conn", "refused")
 
     def __init__(self, conn: StdioConnection) -> None:
+        super().__init__()
         self.conn = conn
-        self.ctx: Context | None = None
         self.refused: Refused | None = None
         #: Cancelled before its handler started (read in the same chunk as the request).
         self.cancelled = False
@@ -78,7 +78,8 @@ class _Channel:
             return call_on_loop(self.notify_resources_updated, uri)
         server = self.conn.server
         server.notify_resources_updated(uri)
-        session = self.ctx.session if self.ctx is not None else None
+        ctx = self.ctx
+        session = ctx.session if ctx is not None else None
         if session is not None and not server.tracks(session, uri):
             session.notify_resources_updated(uri)
 
@@ -87,8 +88,9 @@ class _Channel:
 
     def cancel(self) -> None:
         self.cancelled = True
-        if self.ctx is not None:
-            self.ctx.cancel()
+        ctx = self.ctx
+        if ctx is not None:
+            ctx.cancel()
 
     @property
     def requests_unavailable(self) -> str | None:

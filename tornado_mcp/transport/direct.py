@@ -40,7 +40,7 @@ from tornado import httputil
 from tornado.iostream import StreamClosedError
 from tornado.log import app_log
 
-from .lean import as_shipped
+from .lean import as_shipped, execute_as_shipped
 
 #: The attribute a declined request carries, naming the route that wants its application.
 LEARN = "_tornado_mcp_direct_route"
@@ -54,7 +54,7 @@ def learn(handler: tornado.web.RequestHandler) -> None:
         route.learn(handler.request, handler.application)
 
 
-#: Host names remembered per HTTP server (past it, they are learnt again).
+#: Host names remembered per HTTP server (past it, the longest known is learnt again).
 MAX_HOSTS = 64
 _NO_HOSTS: dict[str, Any] = {}
 _UNKNOWN: Any = object()
@@ -96,7 +96,7 @@ class DirectRoute(tornado.routing.Router):
     def find_handler(self, request: httputil.HTTPServerRequest,
                      **target_params: Any) -> httputil.HTTPMessageDelegate | None:
         if request.method not in self._methods or target_params.get("path_args") \
-                or target_params.get("path_kwargs"):
+                or target_params.get("path_kwargs") or not execute_as_shipped():
             return None
         server = getattr(request.connection, "params", None)
         host = request.host_name
@@ -122,7 +122,7 @@ class DirectRoute(tornado.routing.Router):
         if hosts is None:
             hosts = self._apps[server] = {}
         elif len(hosts) >= MAX_HOSTS:  # the host name is the client's to choose: bounded
-            hosts.clear()
+            del hosts[next(iter(hosts))]  # the longest known goes
         direct = eligible(application) and as_shipped(self.handler_class)
         hosts[request.host_name] = application if direct else None
 
@@ -159,7 +159,7 @@ class _Delegate(httputil.HTTPMessageDelegate):
         try:  # synchronous unless the endpoint authenticates
             prepared = self.context.run(h.prepare)
         except Exception as exc:
-            _answer_exception(h, exc)
+            self.context.run(_answer_exception, h, exc)
             return None
         if prepared is None:
             return None

@@ -89,8 +89,6 @@ class MCPHandler(LeanHandler):
         """Checks that need no body, a refusal answered before the body is read; synchronous
         unless the endpoint authenticates (then last, still before the body is read)."""
         t = self.transport
-        if direct.LEARN in self.request.__dict__:  # served the ordinary way: see .direct
-            direct.learn(self)
         t.attach(self)
         t.bodies.take_over(self)  # Tornado's per-request body timer off: ours is free
         if t.options.cors_allowed_origins:
@@ -102,6 +100,8 @@ class MCPHandler(LeanHandler):
                                               headers.value(h, "Origin"))
                 if verdict is not None:
                     raise Reply(403, INVALID_REQUEST, verdict)
+            if direct.LEARN in self.request.__dict__:  # served the ordinary way: .direct
+                direct.learn(self)  # (a Host let through only: the route remembers it)
             if self.request.method == "POST":
                 limit = t.options.max_request_bytes
                 self.request.connection.set_max_body_size(limit + BODY_SLACK)  # type: ignore[union-attr]

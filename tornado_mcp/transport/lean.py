@@ -47,19 +47,30 @@ class LeanHandler(tornado.web.RequestHandler):
     #: The ``finish`` methods :meth:`respond` does the work of: a subclass overriding
     #: ``finish`` adds its own here when ``respond`` also does what it adds.
     lean_finishes: tuple[Any, ...] = (_RH.finish,)
-    #: Whether :meth:`respond` may write in one go for this class (set per class).
-    _lean_respond = True
+    # Which lean versions stand for this class (set per class: a base listed after this
+    # one in a subclass's bases, overriding the same method, keeps its own).
+    _lean_init = _lean_clear = _lean_log = _lean_respond = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._lean_respond = cls.finish in cls.lean_finishes and as_shipped(cls)
+        mro = cls.__mro__
+        later = {name for base in mro[mro.index(LeanHandler) + 1:mro.index(_RH)]
+                 for name in vars(base)}
+        cls._lean_init = "__init__" not in later
+        cls._lean_clear = "clear" not in later
+        cls._lean_log = "_log" not in later
+        finishes = [vars(base)["finish"] for base in mro[:mro.index(_RH)]
+                    if "finish" in vars(base)]
+        cls._lean_respond = all(f in cls.lean_finishes for f in finishes) \
+            and as_shipped(cls)
 
     def __init__(self, application: tornado.web.Application,
                  request: httputil.HTTPServerRequest, **kwargs: Any) -> None:
         """``RequestHandler``'s, less building the template namespace, which a handler
         answering JSON does not use (:attr:`ui` builds it on first use)."""
-        if _RH.__dict__["__init__"] is not _SHIPPED["__init__"] or not _SHIPPED_CLEAN:
-            super().__init__(application, request, **kwargs)  # wrapped: let it run
+        if not self._lean_init or _RH.__dict__["__init__"] is not _SHIPPED["__init__"] \
+                or not _SHIPPED_CLEAN:
+            super().__init__(application, request, **kwargs)  # overridden or wrapped: run it
             return
         super(_RH, self).__init__()  # what RequestHandler's own does first (mixins after it)
         self.application = application
@@ -90,6 +101,9 @@ class LeanHandler(tornado.web.RequestHandler):
     def clear(self) -> None:
         """Resets all headers and content: ``RequestHandler``'s, with no ``Server`` header
         (less to write, nothing to leak) and the ``Date`` formatted once a second."""
+        if not self._lean_clear:
+            super().clear()
+            return
         self._headers = hdrs = httputil.HTTPHeaders()
         hdrs["Content-Type"] = "text/html; charset=UTF-8"
         hdrs["Date"] = _http_date()
@@ -105,7 +119,7 @@ class LeanHandler(tornado.web.RequestHandler):
         if not self._lean_respond or self._headers_written or self._write_buffer \
                 or self._transforms or "_new_cookie" in self.__dict__ \
                 or body_unread(self.request) or self._status_code in (204, 304) \
-                or self.request.method == "HEAD" or _RH.__dict__["finish"] is not _FINISH:
+                or self.request.method == "HEAD" or not _writes_as_shipped():
             self.set_header("Content-Type", content_type)
             self.finish(body)
             return
@@ -127,6 +141,9 @@ class LeanHandler(tornado.web.RequestHandler):
     def _log(self) -> None:
         """Log the access line, unless nobody would see it (no ``log_function``, the
         application's own ``log_request``, the access log off at this status's level)."""
+        if not self._lean_log:
+            super()._log()
+            return
         app = self.application
         if "log_function" not in app.settings and _LOG_REQUEST is type(app).log_request \
                 and not access_log.isEnabledFor(log_level(self._status_code)):
@@ -135,7 +152,19 @@ class LeanHandler(tornado.web.RequestHandler):
 
 
 _LOG_REQUEST = tornado.web.Application.log_request
-_FINISH = _SHIPPED["finish"]
+
+
+def _writes_as_shipped() -> bool:
+    """``RequestHandler``'s ``write``, ``flush`` and ``finish`` not wrapped since (an agent
+    instrumenting Tornado once the handler classes exist): ``respond`` stands for them."""
+    methods = _RH.__dict__
+    return methods["finish"] is _SHIPPED["finish"] and methods["flush"] is _SHIPPED["flush"] \
+        and methods["write"] is _SHIPPED["write"]
+
+
+def execute_as_shipped() -> bool:
+    """``RequestHandler._execute`` not wrapped (tracing agents wrap it)."""
+    return _RH.__dict__["_execute"] is _SHIPPED["_execute"]
 _date: tuple[int, str] = (0, "")
 
 

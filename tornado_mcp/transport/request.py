@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +20,7 @@ from ..engine.middleware import Refused
 from ..options import MAX_REQUEST_NOTIFICATIONS
 from ..protocol import HEADER_RETRY_AFTER, INTERNAL_ERROR, RESOURCES_UPDATED
 from ..protocol.errors import MCPError, error_of
-from ..server.context import Context
+from ..server.context_ref import HoldsContext
 from ..server.outbound import client_result, request_message
 from ..server.session import Session
 from ..server.sync_handlers import call_on_loop, worker_loop
@@ -35,7 +34,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("tornado_mcp.transport")
 
 
-class RequestStream:
+class RequestStream(HoldsContext):
     """One HTTP request's way back to its client: the ``Context``'s request channel.
 
     Notifications a handler emits open the response as an SSE stream (unless the
@@ -43,30 +42,17 @@ class RequestStream:
     the session's GET stream once the response is complete.
     """
 
-    __slots__ = ("_ctx", "handler", "json_only", "notifications", "refused", "resumable")
+    __slots__ = ("handler", "json_only", "notifications", "refused", "resumable")
 
     def __init__(self, handler: Exchange) -> None:
+        super().__init__()
         self.handler = handler
-        self._ctx: weakref.ref[Context] | None = None
         self.json_only = False
         self.notifications = 0
         #: This request's stream, once it opened as a resumable one.
         self.resumable: ResumableStreamLike | None = None
         #: The middleware refusal that answered the last request, if one did.
         self.refused: Refused | None = None
-
-    @property
-    def ctx(self) -> Context | None:
-        """The context of the request dispatched on this stream, while anything (its
-        handler, a task it handed work to) still holds it.  Held weakly: the context
-        holds this stream, and a cycle would leave both, and the handler, to the garbage
-        collector, whose full passes stall the loop."""
-        ref = self._ctx
-        return None if ref is None else ref()
-
-    @ctx.setter
-    def ctx(self, ctx: Context | None) -> None:
-        self._ctx = None if ctx is None else weakref.ref(ctx)
 
     def cancel(self) -> None:
         ctx = self.ctx
