@@ -11,6 +11,7 @@ server is served with its own application, and that an asynchronous ``prepare``
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import json
@@ -64,6 +65,20 @@ async def serve(app: tornado.web.Application) -> tuple[tornado.httpserver.HTTPSe
     sockets = loopback_sockets()
     http.add_sockets(sockets)
     return http, sockets[0].getsockname()[1]
+
+
+@contextlib.asynccontextmanager
+async def served(handler: type[MCPHandler]) -> AsyncIterator[tuple[Running, int]]:
+    """A transport serving ``handler`` on its own HTTP server, and a client for it."""
+    transport = Transport(echo_server(), shutdown_grace=0.5)
+    http, port = await serve(tornado.web.Application(transport.routes("/mcp", handler)))
+    srv = Running(Server("client"), transport, port)
+    try:
+        yield srv, port
+    finally:
+        srv.client.close()
+        http.stop()
+        await transport.close()
 
 
 async def echo_n_times(transport: Transport, app: tornado.web.Application, times: int) -> None:
@@ -183,10 +198,7 @@ async def test_an_asynchronous_prepare_runs_before_the_body_is_read(
 
 async def test_methods_without_a_body_and_refusals_take_the_direct_route(
         recorded: list[str]) -> None:
-    transport = Transport(echo_server(), shutdown_grace=0.5)
-    http, port = await serve(tornado.web.Application(transport.routes("/mcp", Recording)))
-    srv = Running(Server("client"), transport, port)
-    try:
+    async with served(Recording) as (srv, port):
         assert await echo(port, "first") == "first"
         reply = await srv.request("GET", None, {"MCP-Protocol-Version": MODERN})
         assert reply.status == 405 and "POST" in reply.headers["Allow"]
@@ -194,10 +206,6 @@ async def test_methods_without_a_body_and_refusals_take_the_direct_route(
                                   {"Content-Type": "text/plain",
                                    "Accept": "application/json, text/event-stream"})
         assert reply.status == 415
-    finally:
-        srv.client.close()
-        http.stop()
-        await transport.close()
     assert recorded == ["tornado", "direct", "direct"]
 
 
@@ -301,10 +309,7 @@ class MixedMCPHandler(MCPHandler, Mixin):
 @pytest.mark.parametrize("handler", [StampedMCPHandler, LaterBaseMCPHandler, MixedMCPHandler])
 async def test_a_subclass_keeps_its_own_finish_and_its_mixins_init(
         handler: type[MCPHandler]) -> None:
-    transport = Transport(echo_server(), shutdown_grace=0.5)
-    http, port = await serve(tornado.web.Application(transport.routes("/mcp", handler)))
-    srv = Running(Server("client"), transport, port)
-    try:
+    async with served(handler) as (srv, _):
         for n in range(3):  # Tornado's path, then the direct route
             reply = await srv.request("POST", modern_body("tools/call", {
                 "name": "echo", "arguments": {"text": "s"}}, n),
@@ -312,10 +317,6 @@ async def test_a_subclass_keeps_its_own_finish_and_its_mixins_init(
             assert reply.status == 200
             if handler is not MixedMCPHandler:
                 assert reply.headers.get("X-Stamp") == "base"
-    finally:
-        srv.client.close()
-        http.stop()
-        await transport.close()
 
 
 async def test_a_wrapped_tornado_keeps_its_path(recorded: list[str],
