@@ -18,12 +18,15 @@ runs ``prepare``, waits for the body and runs the method, and the body is not re
 ``prepare`` is done.
 
 A router is not told which ``Application`` it serves, and a handler needs it (settings,
-the access log, output transforms).  :class:`DirectRoute` learns it per HTTP server: it
-declines a server's first request, the ordinary rule listed after it serves that request,
-and the handler tells the route its application (:func:`learn`).  It also declines what
-only the ordinary path does: methods the handler does not support, path arguments, and
-applications whose settings ask for per-request work of Tornado's (``xsrf_cookies``,
-``cross_origin_protection``, debug mode's template and static caches).
+the access log, output transforms).  :class:`DirectRoute` learns it per HTTP server and
+host name (applications behind one server may be routed by host): it declines the first
+request for each, the ordinary rule listed after it serves that request, and the handler
+tells the route its application (:func:`learn`) once the request's Host passed the
+endpoint's checks.  It also declines what only the ordinary path does: methods the
+handler does not support, path arguments, applications whose settings ask for
+per-request work of Tornado's (``xsrf_cookies``, ``cross_origin_protection``, debug
+mode's template and static caches), and a ``RequestHandler`` whose methods an agent
+wrapped (:func:`~tornado_mcp.transport.lean.as_shipped`).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import weakref
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import tornado.routing
@@ -159,7 +162,7 @@ class _Delegate(httputil.HTTPMessageDelegate):
         try:  # synchronous unless the endpoint authenticates
             prepared = self.context.run(h.prepare)
         except Exception as exc:
-            self.context.run(_answer_exception, h, exc)
+            self.context.run(_answering, h._handle_request_exception, exc)
             return None
         if prepared is None:
             return None
@@ -207,7 +210,7 @@ class _Delegate(httputil.HTTPMessageDelegate):
             except StreamClosedError:  # the peer left mid-body: nothing to answer
                 return
         except Exception as exc:
-            _answer_exception(h, exc)
+            _answering(h._handle_request_exception, exc)
             return
         await _run_method(h)
 
@@ -228,19 +231,16 @@ async def _run_method(h: tornado.web.RequestHandler) -> None:
             # This request's own task was cancelled: answer, so the connection is not
             # left hanging, and let the cancellation propagate.
             if not h._finished:
-                try:
-                    h.send_error(500)
-                except Exception:
-                    app_log.error("Exception in exception handler", exc_info=True)
+                _answering(h.send_error, 500)
             raise
-        _answer_exception(h, exc)
+        _answering(h._handle_request_exception, exc)
 
 
-def _answer_exception(h: tornado.web.RequestHandler, exc: BaseException) -> None:
-    """Answer an exception as ``RequestHandler._execute`` does (an error page, a log line),
-    never letting one raised by that answer escape."""
+def _answering(answer: Callable[[Any], None], failure: Any) -> None:
+    """Answer a failure as ``RequestHandler._execute`` does (``_handle_request_exception``
+    or ``send_error``), never letting an exception raised by the answer escape."""
     try:
-        h._handle_request_exception(exc)
+        answer(failure)
     except Exception:
         app_log.error("Exception in exception handler", exc_info=True)
 

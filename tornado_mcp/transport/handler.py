@@ -31,7 +31,7 @@ from .linger import raw_response
 from .reply import Reply, error_body
 from .request import RequestStream
 from .router import LOG_TEXT
-from .sse import SSE_HEADERS, SSEChannel, frame
+from .sse import SSE_CONTENT_TYPE, SSE_EXTRA_HEADERS, SSEChannel, frame
 
 if TYPE_CHECKING:
     from .exchange import Endpoint
@@ -328,9 +328,9 @@ class MCPHandler(LeanHandler):
 
     def send_sse(self, message: Any | None) -> None:
         """Answer with a complete SSE response: one event, or none (``None``)."""
-        for name, value in SSE_HEADERS[1:]:
+        for name, value in SSE_EXTRA_HEADERS:
             self.set_header(name, value)
-        self.respond(SSE_HEADERS[0][1], frame(message) if message is not None else b"")
+        self.respond(SSE_CONTENT_TYPE, frame(message) if message is not None else b"")
 
     def accepted(self) -> None:
         self.set_status(202)

@@ -38,7 +38,8 @@ from tornado.iostream import StreamClosedError
 from ..engine.listen_index import frame
 from ..protocol import Refusal
 
-__all__ = ["KEEPALIVE_FRAME", "SSE_HEADERS", "SSEChannel", "frame"]
+__all__ = ["KEEPALIVE_FRAME", "SSE_CONTENT_TYPE", "SSE_EXTRA_HEADERS", "SSE_HEADERS",
+           "SSEChannel", "frame"]
 
 if sys.platform.startswith("linux"):
     import fcntl
@@ -58,12 +59,14 @@ else:  # pragma: no cover - exercised on Linux only
         """Not available on this platform: only pending writes count as waiting."""
         return None
 
-SSE_HEADERS = (
-    ("Content-Type", "text/event-stream"),
+SSE_CONTENT_TYPE = "text/event-stream"
+#: The headers of an SSE response besides its ``Content-Type``.
+SSE_EXTRA_HEADERS = (
     ("Cache-Control", "no-cache, no-transform"),
     ("Connection", "keep-alive"),
     ("X-Accel-Buffering", "no"),
 )
+SSE_HEADERS = (("Content-Type", SSE_CONTENT_TYPE), *SSE_EXTRA_HEADERS)
 
 KEEPALIVE_FRAME = b": ping\n\n"
 
