@@ -124,13 +124,10 @@ _TYPE_CHECKS: dict[type, type | tuple[type, ...]] = {
 }
 # (data_key, attribute, required, allow_none, check)
 _Plan = tuple[tuple[str, str, bool, bool, Any], ...]
-_plans: dict[int, _Plan | None] = {}
 
 
-def _plan(schema: Schema) -> _Plan | None:
-    key = id(schema)
-    if key in _plans:
-        return _plans[key]
+def _plan(schema: Schema) -> _Plan:
+    """What the generated loader checks of each of ``schema``'s declared fields."""
     plan: list[tuple[str, str, bool, bool, Any]] = []
     for attr, field in schema.fields.items():
         check: Any
@@ -146,26 +143,20 @@ def _plan(schema: Schema) -> _Plan | None:
         else:
             check = None
         plan.append((field.data_key or attr, attr, field.required, field.allow_none, check))
-    result: _Plan | None = tuple(plan)
-    _plans[key] = result
-    return result
+    return tuple(plan)
 
 
-_NOT_YET: Any = object()
 _Loader = Callable[[dict[str, Any]], "dict[str, Any] | None"]
-_loaders: dict[int, _Loader | None] = {}
+_loaders: dict[int, _Loader] = {}
 
 
-def _compiled(schema: Schema) -> _Loader | None:
+def _compiled(schema: Schema) -> _Loader:
     """``schema``'s plan as one generated function, made once per schema: straight-line
     checks, one per declared field (this runs on every request; a loop over the plan cost
     as much again)."""
-    key = id(schema)
-    if key in _loaders:
-        return _loaders[key]
-    plan = _plan(schema)
-    loader = None if plan is None else _generate(plan)
-    _loaders[key] = loader
+    loader = _loaders.get(id(schema))
+    if loader is None:
+        loader = _loaders[id(schema)] = _generate(_plan(schema))
     return loader
 
 
@@ -215,13 +206,9 @@ def load(schema: Schema, data: Any, what: str) -> dict[str, Any]:
     """Validate ``data`` against ``schema``; raise -32602 naming the offending field."""
     if not isinstance(data, dict):
         raise MCPError(INVALID_PARAMS, f"Invalid params: {what} must be an object")
-    loader = _loaders.get(id(schema), _NOT_YET)
-    if loader is _NOT_YET:
-        loader = _compiled(schema)
-    if loader is not None:
-        fast: dict[str, Any] | None = loader(data)
-        if fast is not None:
-            return fast
+    fast = _compiled(schema)(data)
+    if fast is not None:
+        return fast
     try:
         result: dict[str, Any] = schema.load(data)
     except ValidationError as exc:

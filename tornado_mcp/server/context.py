@@ -487,4 +487,3 @@ def _input_round(ctx: Context, kind: str, method: str, params: dict[str, Any]) -
 def _caller(ctx: Context) -> str:
     """Who sealed request state is for: the authenticated caller (anyone when anonymous)."""
     return ctx.principal.caller
-

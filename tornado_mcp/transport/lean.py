@@ -165,6 +165,8 @@ def _writes_as_shipped() -> bool:
 def execute_as_shipped() -> bool:
     """``RequestHandler._execute`` not wrapped (tracing agents wrap it)."""
     return _RH.__dict__["_execute"] is _SHIPPED["_execute"]
+
+
 _date: tuple[int, str] = (0, "")
 
 
