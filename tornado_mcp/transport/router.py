@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 from ..protocol import (
     HEADER_PROTOCOL_VERSION,
     HEADER_SESSION_ID,
-    INITIALIZE,
     INVALID_REQUEST,
     LEGACY_VERSIONS,
     MODERN_VERSIONS,
@@ -61,8 +60,7 @@ async def post(h: Exchange) -> None:
         raise Reply(400, PARSE_ERROR, "Parse error: Invalid JSON") from None
     h.log_message = message  # its id is formatted only if the access line is logged
     if era is None:
-        era = Era.LEGACY if type(message) is dict and message.get("method") == INITIALIZE \
-            and legacy.is_initialize(message) else Era.MODERN
+        era = Era.LEGACY if legacy.is_initialize(message) else Era.MODERN
     if era is Era.MODERN:
         await modern.post(h, message, header)
     else:
