@@ -254,8 +254,9 @@ def ratios(rows: Sequence[dict[str, Any]], base: str = "bare") -> dict[str, dict
 def render(rows: Sequence[dict[str, Any]], targets: Sequence[Target], meta: dict[str, Any]) -> str:
     by_key = {(r["mode"], r["target"]): r for r in rows}
     modes = list(dict.fromkeys(r["mode"] for r in rows))
-    columns = [(base, t, ratios(rows, base)[t.name]) for base in BARES
-               for t in targets if t.name in ratios(rows, base)]
+    by_base = {base: ratios(rows, base) for base in BARES}
+    columns = [(base, t, by_base[base][t.name]) for base in BARES
+               for t in targets if t.name in by_base[base]]
     head = ["mode", *(t.label for t in targets),
             *(f"{t.label} ÷ {base}" for base, t, _ in columns)]
     lines = [
