@@ -38,6 +38,7 @@ from mcp_http import (
 
 from tornado_mcp import Principal, Server, Transport
 from tornado_mcp.transport import MCPHandler
+from tornado_mcp.transport.direct import MAX_HOSTS
 
 
 class Recording(MCPHandler):
@@ -423,3 +424,36 @@ async def test_invented_host_names_do_not_push_out_the_real_one(recorded: list[s
         http.stop()
         await transport.close()
     assert recorded[0] == "tornado" and recorded[-1] == "direct"
+
+
+async def test_the_route_remembers_max_hosts_host_names_and_forgets_the_oldest_past_it(
+        recorded: list[str]) -> None:
+    """At the bound every host name is still served directly; one more pushes out the
+    first learnt, whose next request is served the ordinary way (and learnt again)."""
+    names = [f"h{n}.test" for n in range(MAX_HOSTS + 1)]
+    transport = Transport(echo_server(), shutdown_grace=0.5, allowed_hosts=names)
+    http, port = await serve(tornado.web.Application(transport.routes("/mcp", Recording)))
+    body = modern_body("tools/call", {"name": "echo", "arguments": {"text": "x"}})
+    lines = [f"{k}: {v}" for k, v in modern_header_lines("tools/call", "echo")]
+
+    async def call(host: str) -> str:
+        conn = await WireConn.open(port)
+        try:
+            await conn.send("\r\n".join(["POST /mcp HTTP/1.1", f"Host: {host}", *lines,
+                                         f"Content-Length: {len(body)}", "", ""]).encode()
+                            + body)
+            assert (await conn.read_reply()).status == 200
+        finally:
+            conn.close()
+        return recorded[-1]
+
+    try:
+        assert [await call(name) for name in names[:MAX_HOSTS]] == ["tornado"] * MAX_HOSTS
+        assert await call(names[0]) == "direct"  # at the bound: all remembered
+        assert await call(names[MAX_HOSTS]) == "tornado"  # one over: the oldest goes
+        assert await call(names[1]) == "direct"
+        assert await call(names[0]) == "tornado"
+        assert await call(names[0]) == "direct"
+    finally:
+        http.stop()
+        await transport.close()
