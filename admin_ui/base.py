@@ -26,6 +26,7 @@ import inspect
 import json
 import logging
 import urllib.parse
+from asyncio import Future
 from collections.abc import Awaitable
 from http import HTTPStatus
 from typing import Any, ClassVar
@@ -98,10 +99,16 @@ class AdminHandler(RequestHandler):
 
     admin: AdminState
     identity: Identity | None
+    #: The response is complete (Tornado keeps its own flag private).
+    answered = False
 
     def initialize(self, admin: AdminState) -> None:
         self.admin = admin
         self.identity = None
+
+    def finish(self, chunk: str | bytes | dict[str, Any] | None = None) -> Future[None]:
+        self.answered = True
+        return super().finish(chunk)
 
     # -- headers ----------------------------------------------------------------------------
 
@@ -262,7 +269,7 @@ class AdminHandler(RequestHandler):
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         """Answer an error without ever showing a traceback, as JSON or as a small page."""
-        if self._finished:
+        if self.answered:
             return
         exc = kwargs.get("exc_info", (None, None, None))[1]
         errors: dict[str, str] | None = None

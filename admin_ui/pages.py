@@ -193,6 +193,6 @@ class NotFoundHandler(AdminHandler):
 
     def prepare(self) -> None:
         super().prepare()
-        if not self._finished:
+        if not self.answered:
             raise ApiError(404, "Not found.")
 

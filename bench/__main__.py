@@ -37,6 +37,7 @@ from bench.servers import (
     bare_target,
     cpu_count,
     defaults_target,
+    embedded_target,
     ours_target,
     pin_self_to_loadgen_cpu,
     raise_fd_limit,
@@ -114,6 +115,8 @@ def build_targets(args: argparse.Namespace) -> tuple[list[Target], list[str]]:
                 targets.append(defaults_target(args.defaults_cmd))
             else:
                 skipped.append(why)
+        elif name == "embedded":
+            targets.append(embedded_target())
         elif name == "sdk":
             targets.append(sdk_target())
         elif name == "bare":
@@ -149,8 +152,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--only", default="", help="comma-separated scenarios, e.g. S1,S4")
     parser.add_argument(
         "--targets",
-        default="ours,defaults,sdk,bare,bare-read,ts",
-        help="comma-separated: ours (the bench configuration), defaults (S1 only), uvloop, "
+        default="ours,defaults,embedded,sdk,bare,bare-read,ts",
+        help="comma-separated: ours (the bench configuration), defaults and embedded (S1 "
+             "only), uvloop, "
         "sdk, bare, bare-read (S1 only: bare Tornado reading as our servers do), ts (ts only "
         "when its fixture is installed)",
     )
@@ -243,7 +247,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The defaults are S1's second configuration of our server; the other scenarios
         # measure the bench configuration only.
         chosen = targets if key == "S1" else [t for t in targets
-                                               if t.name not in ("defaults", "bare-read")]
+                                               if t.name not in ("defaults", "embedded",
+                                                                 "bare-read")]
         try:
             section = SCENARIOS[key](chosen, cfg)
         except Exception as exc:  # keep going: one broken scenario must not hide the rest

@@ -2,12 +2,16 @@
 
 Run: ``python -m bench.callgrind [--requests 300] [--warmup 100]
 [--modes legacy-sse,legacy-json,modern]
-[--targets tornado-mcp,defaults,defaults-async,bare,bare-read] [--json]``.
+[--targets tornado-mcp,defaults,defaults-async,embedded,embedded-async,bare,bare-read]
+[--json]``.
 
 Targets: ``tornado-mcp`` is the bench configuration (``--body-timeout none
 --sync-handler-threads none``: the transport's own cost); ``defaults`` the same server as
 a user runs it (a 60 s body timeout, the plain ``def`` echo tool in the thread pool);
-``defaults-async`` the defaults with the echo tool an ``async def``; ``bare`` bare Tornado
+``defaults-async`` the defaults with the echo tool an ``async def``; ``embedded`` and
+``embedded-async`` the same tools mounted by the embedding API (``transport.routes()``) into
+a host application as Tornado ships it, with the library's defaults (the path an
+application's developer gets: the endpoint an ordinary handler); ``bare`` bare Tornado
 as it ships; ``bare-read`` bare Tornado reading 8 KiB at a time, as the tornado-mcp servers
 do (``--read-chunk``): the like-for-like ceiling, beside the one the targets name.
 
@@ -52,6 +56,7 @@ from bench.servers import (
     async_echo_target,
     bare_target,
     defaults_target,
+    embedded_target,
     ours_target,
     pin_self_to_loadgen_cpu,
     start_server,
@@ -64,8 +69,9 @@ DUMP_TIMEOUT_S = 120.0
 REQUEST_TIMEOUT_S = 30.0
 FIRST_ID = 1_000_000  # request ids of one width, so every measured body has the same size
 TARGET_NAMES = {"tornado-mcp": "ours", "ours": "ours", "defaults": "defaults",
-                "defaults-async": "defaults-async", "bare": "bare", "bare-read": "bare-read"}
-DEFAULT_TARGETS = "tornado-mcp,defaults,defaults-async,bare,bare-read"
+                "defaults-async": "defaults-async", "embedded": "embedded",
+                "embedded-async": "embedded-async", "bare": "bare", "bare-read": "bare-read"}
+DEFAULT_TARGETS = "tornado-mcp,defaults,defaults-async,embedded,embedded-async,bare,bare-read"
 
 
 def under_callgrind(target: Target, out_file: Path) -> Target:
@@ -304,8 +310,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--targets",
         default=DEFAULT_TARGETS,
-        help="comma-separated: tornado-mcp (or ours), defaults, defaults-async, bare, "
-             "bare-read",
+        help="comma-separated: tornado-mcp (or ours), defaults, defaults-async, embedded, "
+             "embedded-async, bare, bare-read",
     )
     parser.add_argument(
         "--ours-cmd", default=DEFAULT_OURS, help="the bench configuration's command (no --port)"
@@ -339,6 +345,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                            else defaults_target())
         elif kind == "defaults-async":
             targets.append(async_echo_target())
+        elif kind in ("embedded", "embedded-async"):
+            targets.append(embedded_target("async" if kind == "embedded-async" else "def"))
         elif kind == "bare":
             targets.append(bare_target())
         else:

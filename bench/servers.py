@@ -34,6 +34,8 @@ DEFAULT_OURS = ("python examples/conformance_server.py --no-admin --log-level wa
 DEFAULTS_OURS = "python examples/conformance_server.py --no-admin --log-level warning"
 #: The defaults with the echo tool an ``async def`` (it needs no thread).
 ASYNC_ECHO_OURS = "python bench/fixtures/async_echo_server.py --no-admin --log-level warning"
+#: The embedding API's path, in a host application with its defaults (``embedded``).
+EMBEDDED_OURS = "python bench/fixtures/embedded_server.py --log-level warning"
 STOP_TIMEOUT_S = 5.0
 
 
@@ -156,6 +158,15 @@ def defaults_target(command: str = DEFAULTS_OURS) -> Target:
 def async_echo_target(command: str = ASYNC_ECHO_OURS) -> Target:
     """The defaults with the echo tool an ``async def``."""
     return ours_target(command, name="defaults-async", label="defaults, async echo")
+
+
+def embedded_target(echo: str = "def") -> Target:
+    """The example server's tools mounted by the documented embedding API into a host
+    application, with the defaults (``bench/fixtures/embedded_server.py``)."""
+    command = f"{EMBEDDED_OURS} --echo {echo}"
+    if echo == "async":
+        return ours_target(command, name="embedded-async", label="embedded, async echo")
+    return ours_target(command, name="embedded", label="embedded")
 
 
 def free_port() -> int:

@@ -12,9 +12,13 @@ instead (mode 0600, removed on shutdown) and the line reads
 ``MCP endpoint: http+unix://<PATH percent-encoded>/mcp``.
 The app owns its ``HTTPServer``, so the HTTP server's own bounds are set here, where
 it is started (see docs/limits.md): Tornado's defaults keep a connection an hour for its
-headers and forever for its body.  ``chunk_size`` is the HTTP server's read size: Tornado
-zeroes a fresh buffer that large for every read, and 8 KiB instead of its 64 KiB makes a
-small JSON-RPC request about a tenth cheaper (docs/performance.md).
+headers and forever for its body.  The body's bound is the endpoint's ``body_timeout``
+option, which it keeps without Tornado's per-request timer; the headers' is the HTTP
+server's ``idle_connection_timeout``.  ``chunk_size`` is the HTTP server's read size:
+Tornado zeroes a fresh buffer that large for every read, and 8 KiB instead of its 64 KiB
+makes a small JSON-RPC request about a tenth cheaper (docs/performance.md).  The endpoint
+is one of the app's own handlers: the app's settings, ``log_function`` and any
+instrumentation of its handlers see MCP requests as they see the others.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import sys
 from pathlib import Path
 
 import tornado.httpserver
+import tornado.netutil
 import tornado.web
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -60,24 +65,22 @@ def greet(name: str, lang: str = "en") -> str:
 async def main(port: int, header_timeout: float = 30.0, body_timeout: float = 60.0,
                unix_socket: str | None = None, read_chunk: int = 8192) -> None:
     unix = unixsocket.bind_or_exit(unix_socket, 4096) if unix_socket else None
-    transport = Transport(mcp, max_sessions=1000)
+    transport = Transport(mcp, max_sessions=1000, body_timeout=body_timeout)
     app = tornado.web.Application([
         (r"/", HomeHandler),
         (r"/api/greeting", GreetingHandler),
         *transport.routes("/mcp"),  # <- the one line that mounts MCP
     ])
-    bounds = {"idle_connection_timeout": header_timeout,  # headers, and idle keep-alive
-              "body_timeout": body_timeout,
-              "chunk_size": read_chunk}  # bytes read at once (Tornado's default: 64 KiB)
+    server = tornado.httpserver.HTTPServer(
+        app, idle_connection_timeout=header_timeout,  # headers, and idle keep-alive
+        chunk_size=read_chunk)  # bytes read at once (Tornado's default: 64 KiB)
     if unix is not None:  # the same app on a Unix domain socket
-        server = tornado.httpserver.HTTPServer(app, **bounds)
         server.add_socket(unix[0])
         base = unixsocket.url(unix_socket or "", "")
-    else:
-        server = app.listen(port, address="127.0.0.1", **bounds,
-                            backlog=4096)  # a burst of connections waits, is not refused
-        if port == 0:  # an ephemeral port: report the one the kernel chose
-            port = next(iter(server._sockets.values())).getsockname()[1]
+    else:  # a burst of connections waits in the backlog, is not refused
+        sockets = tornado.netutil.bind_sockets(port, address="127.0.0.1", backlog=4096)
+        server.add_sockets(sockets)
+        port = sockets[0].getsockname()[1]  # port 0: the one the kernel chose
         base = f"http://127.0.0.1:{port}"
     print(f"app: {base}/", flush=True)
     print(f"MCP endpoint: {base}/mcp", flush=True)

@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 
 import tornado.httpserver
+import tornado.netutil
 import tornado.web
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -147,9 +148,10 @@ async def main(port: int, unix_socket: str | None = None) -> None:
         http.add_socket(unix[0])
         print(f"MCP endpoint: {unixsocket.url(unix_socket or '', '/mcp')}", flush=True)
     else:
-        http = app.listen(port, address="127.0.0.1")
-        bound = next(iter(http._sockets.values())).getsockname()[1]
-        print(f"MCP endpoint: http://127.0.0.1:{bound}/mcp", flush=True)
+        http = tornado.httpserver.HTTPServer(app)
+        sockets = tornado.netutil.bind_sockets(port, address="127.0.0.1")
+        http.add_sockets(sockets)
+        print(f"MCP endpoint: http://127.0.0.1:{sockets[0].getsockname()[1]}/mcp", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import importlib.util
 import json
+import os
 import socket
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -299,9 +300,15 @@ async def running(server: Server, *, transport: Transport | None = None,
                   extra_routes: Callable[[Transport], list[Any]] | None = None,
                   sockets: list[socket.socket] | None = None,
                   http_options: dict[str, Any] | None = None,
+                  fast: bool | None = None, app_settings: dict[str, Any] | None = None,
                   **options: Any) -> AsyncIterator[Running]:
     """Serve ``server`` on an ephemeral loopback port for the duration of the block
-    (``http_options``: keyword arguments of the ``HTTPServer``, e.g. ``body_timeout``).
+    (``http_options``: keyword arguments of the ``HTTPServer``, e.g. ``body_timeout``;
+    ``app_settings``: the ``Application``'s).
+
+    The endpoint is mounted as an application mounts it (an ordinary handler), or on the
+    fast path with ``fast=True`` (the default follows ``TORNADO_MCP_TEST_FAST=1``, to run
+    a test module on the fast path).
 
     The socket is bound to port 0 and the port the kernel chose is read back from it, so
     no other process can take it between choosing and binding.  ``sockets``: ones bound
@@ -311,10 +318,12 @@ async def running(server: Server, *, transport: Transport | None = None,
     # sets its own grace): the default 30 s would outlast the teardown's timeout.
     options.setdefault("shutdown_grace", 0.5)
     t = transport or Transport(server, **options)
-    routes: list[Any] = [*t.routes("/mcp")]
+    if fast is None:
+        fast = os.environ.get("TORNADO_MCP_TEST_FAST") == "1"
+    routes: list[Any] = [*t.routes("/mcp", fast=fast)]
     if extra_routes is not None:
         routes.extend(extra_routes(t))
-    app = tornado.web.Application(routes)
+    app = tornado.web.Application(routes, **(app_settings or {}))
     http = tornado.httpserver.HTTPServer(app, **(http_options or {}))
     sockets = sockets or loopback_sockets()
     http.add_sockets(sockets)

@@ -89,6 +89,9 @@ tornado_mcp_option_session_idle_timeout +Inf
 # HELP tornado_mcp_option_max_request_bytes Current value of the max_request_bytes option; +Inf means no limit.
 # TYPE tornado_mcp_option_max_request_bytes gauge
 tornado_mcp_option_max_request_bytes 4194304
+# HELP tornado_mcp_option_body_timeout Current value of the body_timeout option (seconds); +Inf means no limit.
+# TYPE tornado_mcp_option_body_timeout gauge
+tornado_mcp_option_body_timeout +Inf
 # HELP tornado_mcp_option_listen_keepalive_interval Current value of the listen_keepalive_interval option (seconds); +Inf means no limit.
 # TYPE tornado_mcp_option_listen_keepalive_interval gauge
 tornado_mcp_option_listen_keepalive_interval 15.0

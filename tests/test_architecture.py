@@ -10,16 +10,30 @@ declares a :class:`typing.Protocol` for what it uses (as ``ClusterMember`` in
 from __future__ import annotations
 
 import ast
+import functools
+import importlib
+import inspect
+import io
+import textwrap
+import tokenize
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import tornado.web
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("tornado_mcp", "admin_ui")
-MAX_MODULE_LINES = 500
-MAX_CLASS_LINES = 300
+#: The size rules count code lines: not blank lines, comments or docstrings, so
+#: explaining the code never costs room for it.  A module may hold ``MAX_MODULE_CODE``
+#: code lines and a class ``MAX_CLASS_CODE``, unless ``tests/sizes.toml`` records more for
+#: it; a recorded figure only goes down (this test says when it can), and a commit that
+#: raises one says why.
+MAX_MODULE_CODE = 400
+MAX_CLASS_CODE = 250
+SIZES = ROOT / "tests" / "sizes.toml"
 
 #: Module (or package) -> layer.  A module imports only from its own layer or a lower one.
 #: The longest matching entry decides; ``tornado_mcp`` itself is the facade (its
@@ -160,10 +174,18 @@ def _layer(name: str) -> int:
     return LAYERS[_entry(name)]
 
 
+def _package(name: str) -> str:
+    return name.rpartition(".")[0] if name.count(".") > 1 else name
+
+
 def _graph() -> dict[str, set[str]]:
+    """Who imports whom.  A type-only import within one package is Python's ordinary way
+    for two modules of it to name each other's classes (the type checker's, never run),
+    so it does not count as a cycle; across packages it does."""
     graph: dict[str, set[str]] = {name: set() for name in MODULES}
     for edge in EDGES:
-        if _internal(edge):
+        if _internal(edge) and not (edge.kind == "typing"
+                                    and _package(edge.source) == _package(edge.target)):
             graph[edge.source].add(edge.target)
     return graph
 
@@ -180,14 +202,64 @@ def _reaches(graph: dict[str, set[str]], start: str, goal: str) -> bool:
     return False
 
 
-@pytest.mark.parametrize("name", sorted(MODULES))
-def test_modules_and_classes_stay_small(name: str) -> None:
-    source = MODULES[name].read_text(encoding="utf-8")
-    assert len(source.splitlines()) <= MAX_MODULE_LINES, f"{name} is over {MAX_MODULE_LINES} lines"
+def code_lines(source: str) -> set[int]:
+    """The numbers of ``source``'s lines that hold code: not blank, not only a comment,
+    not part of a docstring."""
+    tree = ast.parse(source)
+    docs: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.body[0] if node.body else None
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                    and isinstance(first.value.value, str):
+                docs.update(range(first.lineno, (first.end_lineno or first.lineno) + 1))
+    lines: set[int] = set()
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT,
+            tokenize.DEDENT, tokenize.ENDMARKER}
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type not in skip:
+            lines.update(range(tok.start[0], tok.end[0] + 1))
+    return lines - docs
+
+
+def sizes(source: str) -> dict[str, int]:
+    """Code lines of the module (``""``) and of each class in it (by name)."""
+    lines = code_lines(source)
+    out = {"": len(lines)}
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ClassDef):
-            length = (node.end_lineno or node.lineno) - node.lineno + 1
-            assert length <= MAX_CLASS_LINES, f"{name}.{node.name} is {length} lines"
+            span = range(node.lineno, (node.end_lineno or node.lineno) + 1)
+            out[node.name] = sum(1 for line in span if line in lines)
+    return out
+
+
+def recorded_sizes() -> dict[str, int]:
+    """``tests/sizes.toml``: ``"module" = N`` or ``"module:Class" = N`` code lines."""
+    return {str(k): int(v) for k, v in tomllib.loads(SIZES.read_text()).items()}
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_modules_and_classes_stay_small(name: str) -> None:
+    recorded = recorded_sizes()
+    for part, lines in sizes(MODULES[name].read_text(encoding="utf-8")).items():
+        key = f"{name}:{part}" if part else name
+        limit = recorded.get(key, MAX_CLASS_CODE if part else MAX_MODULE_CODE)
+        assert lines <= limit, (f"{key} has {lines} code lines, over {limit}: split it by "
+                                "responsibility, or raise its line in tests/sizes.toml "
+                                "and say why in the commit")
+
+
+def test_recorded_sizes_only_go_down() -> None:
+    """Each figure in ``tests/sizes.toml`` is over the default and within a few lines of
+    what it records: as the code shrinks, so does its figure."""
+    stale = []
+    for key, limit in recorded_sizes().items():
+        name, _, part = key.partition(":")
+        actual = sizes(MODULES[name].read_text(encoding="utf-8")).get(part, 0)
+        default = MAX_CLASS_CODE if part else MAX_MODULE_CODE
+        if limit <= default or limit > actual + 5:
+            stale.append(f"{key} = {limit}: now {actual} (default {default})")
+    assert not stale, "tighten tests/sizes.toml:\n" + "\n".join(stale)
 
 
 def test_every_module_has_a_layer() -> None:
@@ -276,3 +348,106 @@ def test_the_dashboard_reads_the_library_through_its_public_api() -> None:
                     and not node.attr.startswith("__") and isinstance(node.value, ast.Name) \
                     and node.value.id in ("transport", "t", "server", "options"):
                 pytest.fail(f"{name} reads {node.value.id}.{node.attr}")
+
+
+# -- Tornado only through its public API -------------------------------------------------------
+
+def _tornado_classes() -> tuple[type, ...]:
+    """The Tornado classes the package builds on or holds instances of."""
+    from tornado import http1connection, httpserver, httputil, iostream, web
+    return (web.RequestHandler, web.Application, httputil.HTTPServerRequest,
+            httputil.HTTPHeaders, httputil.HTTPMessageDelegate,
+            httputil.HTTPServerConnectionDelegate, httputil.HTTPConnection,
+            http1connection.HTTP1Connection, iostream.BaseIOStream, iostream.IOStream,
+            httpserver.HTTPServer)
+
+
+@functools.cache
+def _private_names(cls: type) -> frozenset[str]:
+    """The private names of ``cls`` and its Tornado bases: their methods and attributes,
+    and every ``x._name`` their source assigns (``self._finished``,
+    ``self.request._body_future``)."""
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        if not klass.__module__.startswith("tornado."):
+            continue
+        names.update(n for n in vars(klass) if n.startswith("_") and not n.startswith("__"))
+        for node in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(klass)))):
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) \
+                    and node.attr.startswith("_") and not node.attr.startswith("__"):
+                names.add(node.attr)
+    return frozenset(names)
+
+
+TORNADO_CLASSES = _tornado_classes()
+#: Every private name of the Tornado classes the package uses (and of the delegate that
+#: drives a ``RequestHandler``, which sets some of them on the request).
+TORNADO_PRIVATE = frozenset().union(
+    *(_private_names(c) for c in (*TORNADO_CLASSES, tornado.web._HandlerDelegate)))
+
+
+def tornado_private_uses(name: str, source: str,
+                         tornado_bases: dict[str, set[str]] | None = None) -> list[str]:
+    """Where ``source`` (module ``name``) reaches a private Tornado name: imports one, or
+    reads one off an object (``x._name``, ``getattr(x, "_name")``) that is not the
+    instance itself; ``self._name`` counts in a class of ``tornado_bases`` (class name ->
+    the private names it inherits from Tornado)."""
+    tornado_bases = tornado_bases or {}
+    found = []
+    tree = ast.parse(source)
+    own: dict[ast.AST, set[str]] = {}
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        for node in ast.walk(cls):
+            own[node] = tornado_bases.get(cls.name, set())
+    for node in ast.walk(tree):
+        attr = target = None
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "tornado":
+            found += [f"{name}:{node.lineno} imports {node.module}.{a.name}"
+                      for a in node.names if a.name.startswith("_")]
+        elif isinstance(node, ast.Attribute):
+            attr, target = node.attr, node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in ("getattr", "setattr", "hasattr") and len(node.args) > 1 \
+                and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+            attr, target = node.args[1].value, node.args[0]
+        if attr is None or not attr.startswith("_") or attr.startswith("__"):
+            continue
+        if isinstance(target, ast.Name) and target.id in ("self", "cls"):
+            if attr in own.get(node, set()):
+                found.append(f"{name}:{node.lineno} uses Tornado's private {attr}")
+        elif attr in TORNADO_PRIVATE:
+            found.append(f"{name}:{node.lineno} uses Tornado's private {attr}")
+    return found
+
+
+def _tornado_bases(name: str) -> dict[str, set[str]]:
+    module = importlib.import_module(name)
+    return {cls_name: _private_names(cls) for cls_name, cls in vars(module).items()
+            if isinstance(cls, type) and cls.__module__ == name
+            and issubclass(cls, TORNADO_CLASSES)}
+
+
+def test_tornado_only_through_its_public_api() -> None:
+    """No module of the package reaches a private Tornado name: none imported, none read
+    off a Tornado object, none of its own Tornado bases' used by a handler
+    (``transport/seams.py`` lists what the endpoint uses beyond the interfaces it
+    implements, all public)."""
+    from tornado_mcp.transport.seams import PRIVATE_NAMES
+    broken = [use for name, path in MODULES.items()
+              for use in tornado_private_uses(name, path.read_text(encoding="utf-8"),
+                                              _tornado_bases(name))]
+    assert not broken, "\n".join(broken)
+    assert PRIVATE_NAMES == ()
+
+
+@pytest.mark.parametrize("line", [
+    "from tornado.web import _UIModuleNamespace",
+    "def f(h): return h._finished",
+    "def f(r): return r._body_future",
+    "def f(c): return getattr(c, '_body_timeout', None)",
+    "def f(s): return s._total_write_done_index",
+    "class H:\n    def f(self): return self._transforms",
+])
+def test_a_private_tornado_name_is_caught(line: str) -> None:
+    assert tornado_private_uses("tornado_mcp.probe", line,
+                                {"H": _private_names(TORNADO_CLASSES[0])})

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -16,6 +18,7 @@ from http_wire import ConnectionEnded, WireConn, WireReply
 from mcp_http import LEGACY, MODERN, modern_body, running, wait_until
 
 from tornado_mcp import Server
+from tornado_mcp.transport import serving
 
 LIMIT = 4096
 
@@ -160,10 +163,15 @@ async def test_a_refusal_during_a_chunked_upload_closes_after_saying_so() -> Non
 
 # -- logs -------------------------------------------------------------------------------------
 
+@pytest.mark.parametrize("fast", [False, True], ids=["ordinary", "fast"])
 async def test_client_mistakes_are_one_line_with_the_request_id(
-        caplog: pytest.LogCaptureFixture) -> None:
+        caplog: pytest.LogCaptureFixture, fast: bool) -> None:
+    """On the library's servers: the fast path's own access line, or the application's
+    ``log_function`` (:func:`tornado_mcp.transport.serving.log_request`) on the ordinary
+    one, name the request's id and why it was refused."""
     caplog.set_level(logging.INFO)
-    async with running(build()) as srv:
+    async with running(build(), fast=fast,
+                       app_settings={"log_function": serving.log_request}) as srv:
         conn = await WireConn.open(srv.port)
         try:
             reply = await conn.exchange(
@@ -186,3 +194,36 @@ async def test_client_mistakes_are_one_line_with_the_request_id(
     lines = [r.getMessage() for r in caplog.records if r.name == "tornado.access"]
     assert any("400" in line and "req-43" in line for line in lines), lines
     assert any("400" in line for line in lines), lines
+
+
+# -- numbers no double holds ------------------------------------------------------------------
+
+def test_a_number_out_of_range_is_a_parse_error_on_both_json_backends() -> None:
+    """``1e999`` is refused as invalid JSON whether orjson is installed or not, so no
+    infinity ever reaches a handler, an id or an access line."""
+    probe = ("from tornado_mcp.protocol import jsonio\n"
+             "try:\n"
+             "    jsonio.loads(b'{\"jsonrpc\":\"2.0\",\"id\":1e999,\"method\":\"ping\"}')\n"
+             "except jsonio.JSONDecodeError as exc:\n"
+             "    print('refused', exc)\n"
+             "else:\n"
+             "    print('parsed')\n")
+    for block in ("", "import sys; sys.modules['orjson'] = None\n"):
+        out = subprocess.run([sys.executable, "-c", block + probe], capture_output=True,
+                             text=True, timeout=60, check=True).stdout
+        assert out.startswith("refused"), (block, out)
+
+
+async def test_an_id_of_1e999_is_answered_and_logged_without_an_error(
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    async with running(build(), app_settings={"log_function": serving.log_request}) as srv:
+        conn = await WireConn.open(srv.port)
+        try:
+            reply = await conn.exchange(
+                "POST", modern_headers("tools/list"),
+                modern_body("tools/list").replace(b'"id": 1', b'"id": 1e999', 1))
+            assert reply.status == 400 and reply.json["error"]["code"] == -32700
+        finally:
+            conn.close()
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]

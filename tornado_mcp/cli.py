@@ -26,15 +26,16 @@ from .auth.resource import OAuthResource
 from .dashboard import dashboard_routes
 from .options import OPTION_SPECS, OptionError, TransportOptions
 from .server.server import Server
-from .transport import Transport, unixsocket
+from .transport import Transport, serving, unixsocket
 
 log = logging.getLogger("tornado_mcp.cli")
 
-#: The HTTP server's own bounds on the servers started here (see docs/limits.md).  A
+#: The bounds on a client's time on the servers started here (see docs/limits.md).  A
 #: client gets ``HEADER_TIMEOUT`` seconds for a whole header block (which is also how
-#: long an idle keep-alive connection is kept) and ``BODY_TIMEOUT`` for a body; Tornado's
-#: defaults are an hour and no limit, so a client trickling bytes would hold a
-#: connection (and a file descriptor) for that long.
+#: long an idle keep-alive connection is kept; the HTTP server's ``idle_connection_timeout``)
+#: and ``BODY_TIMEOUT`` for a body (the endpoint's ``body_timeout`` option, which it keeps
+#: at no cost per request); Tornado's defaults are an hour and no limit, so a client
+#: trickling bytes would hold a connection (and a file descriptor) for that long.
 HEADER_TIMEOUT = 30.0
 BODY_TIMEOUT = 60.0
 #: Connections the kernel queues before the server accepts them (Tornado's default is
@@ -70,11 +71,6 @@ def add_option_flags(parser: argparse.ArgumentParser) -> None:
                         metavar="SECONDS",
                         help="close a connection whose request headers take longer, or that "
                              f"stays idle between requests longer (default: {HEADER_TIMEOUT:g})")
-    parser.add_argument("--body-timeout", type=_seconds, default=BODY_TIMEOUT,
-                        metavar="SECONDS",
-                        help="close a connection whose request body takes longer (the MCP "
-                             "endpoint keeps this bound itself, without Tornado's "
-                             f"per-request timer) (default: {BODY_TIMEOUT:g})")
     parser.add_argument("--backlog", type=int, default=BACKLOG,
                         help="listen backlog: connections the kernel queues before they are "
                              f"accepted (default: {BACKLOG}, capped by the kernel)")
@@ -105,10 +101,12 @@ def add_option_flags(parser: argparse.ArgumentParser) -> None:
                             "(default: off; a DPoP-bound token is never accepted as Bearer)")
     group = parser.add_argument_group("transport options ('none' removes a bound)")
     for spec in OPTION_SPECS:
-        default = spec.default
-        shown = "none" if default is None else (",".join(default)
-                                                if isinstance(default, tuple) else default)
-        group.add_argument(spec.flag, dest=f"opt_{spec.name}", default=None, metavar="VALUE",
+        default = SERVER_DEFAULTS.get(spec.name, spec.default)
+        shown = "none" if default is None else ",".join(default) \
+            if isinstance(default, tuple) else f"{default:g}" if isinstance(default, float) \
+            else default
+        group.add_argument(spec.flag, dest=f"opt_{spec.name}", default=None,
+                           metavar=METAVARS.get(spec.kind, "VALUE"),
                            help=f"{spec.help} (default: {shown})")
 
 
@@ -128,17 +126,27 @@ def _bytes(text: str) -> int:
     return value
 
 
+#: What each kind of option's flag takes, as ``--help`` names it.
+METAVARS = {"seconds": "SECONDS", "int": "N", "bool": "BOOL", "hosts": "LIST",
+            "versions": "LIST", "tool_bounds": "JSON"}
+#: Options whose default on the servers started here is not the library's own.
+SERVER_DEFAULTS: dict[str, Any] = {"body_timeout": BODY_TIMEOUT}
+
+
 def http_server_bounds(args: argparse.Namespace) -> dict[str, Any]:
-    """The ``HTTPServer`` keyword arguments for ``--header-timeout``, ``--body-timeout``
+    """The ``HTTPServer`` keyword arguments for ``--header-timeout``
     (``idle_connection_timeout`` bounds the header block too) and ``--read-chunk``."""
-    return {"idle_connection_timeout": args.header_timeout,
-            "body_timeout": args.body_timeout, "chunk_size": args.read_chunk}
+    return {"idle_connection_timeout": args.header_timeout, "chunk_size": args.read_chunk}
 
 
-def options_from_args(args: argparse.Namespace) -> TransportOptions:
+def options_from_args(args: argparse.Namespace,
+                      server_defaults: bool = True) -> TransportOptions:
+    """The options the flags set; the rest as on the servers started here
+    (:data:`SERVER_DEFAULTS`), or as the library's own defaults (``server_defaults=False``,
+    for an application that starts its own server)."""
     values = {spec.name: getattr(args, f"opt_{spec.name}") for spec in OPTION_SPECS
               if getattr(args, f"opt_{spec.name}") is not None}
-    return TransportOptions(**values)
+    return TransportOptions(**{**(SERVER_DEFAULTS if server_defaults else {}), **values})
 
 
 def serve(server: Server, args: argparse.Namespace,
@@ -205,7 +213,7 @@ async def _serve(server: Server, options: TransportOptions, args: argparse.Names
         raise
     transport = Transport(server, options=options, task_store=task_store,
                           event_store=event_store, oauth=oauth)
-    routes: list[Any] = [*transport.routes(args.path), *transport.health_routes()]
+    routes: list[Any] = [*transport.routes(args.path, fast=True), *transport.health_routes()]
     if extra_routes is not None:
         routes.extend(extra_routes(transport))
     admin_line = ""
@@ -217,9 +225,9 @@ async def _serve(server: Server, options: TransportOptions, args: argparse.Names
             # A generated token is printed (nobody else knows it); a given one never is.
             shown = "the --admin-token given" if args.admin_token else token
             admin_line = f"dashboard: {{base}}/admin/  (token: {shown})"
-    app = tornado.web.Application(routes)
+    app = tornado.web.Application(routes, log_function=serving.log_request)
     xheaders = bool(getattr(args, "xheaders", False))  # a trusted proxy's X-Forwarded-*
-    http = tornado.httpserver.HTTPServer(app, xheaders=xheaders, **http_server_bounds(args))
+    http = serving.http_server(app, xheaders=xheaders, **http_server_bounds(args))
     advertise: str | None = None
     if unix is not None:  # the same app, on the Unix socket only
         http.add_socket(unix[0])

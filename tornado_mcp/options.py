@@ -233,6 +233,10 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
                "Seconds a session with nothing in flight may stay idle."),
     OptionSpec("max_request_bytes", "int", 4 * MiB, False, True,
                "Largest POST body, in bytes (413 over it)."),
+    OptionSpec("body_timeout", "seconds", None, True, True,
+               "Seconds a POST body may take to arrive whole; a body still arriving then is "
+               "cut off (kept by the endpoint at no cost per request; the servers started "
+               "here default to 60)."),
     OptionSpec("max_initialize_request_bytes", "int", 64 * KiB, True, True,
                "Largest initialize body in stateful mode, in bytes (413 over it)."),
     OptionSpec("max_listen_subscriptions", "int", 1000, True, True,
@@ -336,6 +340,7 @@ class TransportOptions:
     max_sessions: int | None
     session_idle_timeout: float | None
     max_request_bytes: int
+    body_timeout: float | None
     max_initialize_request_bytes: int | None
     max_listen_subscriptions: int | None
     max_resource_subscription_bytes: int | None

@@ -61,7 +61,7 @@ async def test_a_third_session_or_stream_is_refused_on_either_process(
         await until_seen(b, a, (1, 1))
         for srv in (on_a, on_b):  # one over the cap, on either process
             assert_refused(await srv.post(init("third")), 503, INTERNAL_ERROR,
-                           "Service unavailable: maximum concurrent sessions (2) reached")
+                           "Service unavailable: maximum concurrent sessions (2) reached", 0)
             extra = await srv.modern("subscriptions/listen",
                                      {"notifications": {"toolsListChanged": True}},
                                      request_id="extra")
@@ -135,7 +135,7 @@ async def test_simultaneous_admissions_on_three_processes_stop_exactly_at_the_ca
     for r in sessions:
         if r.status == 503:
             assert_refused(r, 503, INTERNAL_ERROR, "Service unavailable: maximum "
-                           f"concurrent sessions ({cap}) reached")
+                           f"concurrent sessions ({cap}) reached", 0)
     streams = await asyncio.gather(*(c.listen({"toolsListChanged": True},
                                               request_id=f"l{n}")
                                      for n in range(cap) for c in clients))

@@ -1,23 +1,26 @@
-"""The HTTP server's ``body_timeout`` is kept by the endpoint itself, without Tornado's
+"""``body_timeout``, the endpoint's own bound on a body's arrival, kept without Tornado's
 per-request timer: a body complete within the bound is served, one still trickling past
-it is cut off with nothing of it retained, and the application's other routes keep
-Tornado's own timer.
+it is cut off with nothing of it retained (logged as Tornado logs its own), and an
+``HTTPServer``'s own ``body_timeout`` keeps bounding the application's routes, the
+endpoint's included, as Tornado does.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from typing import Any
 
+import pytest
 import tornado.web
 from http_wire import WireConn
 from mcp_http import MODERN, TIMEOUT, Running, modern_meta, running, wait_until
 
 from tornado_mcp import Server, Transport
 
-BOUND = 1.0  # seconds: the HTTPServer's body_timeout in these tests
+BOUND = 1.0  # seconds: the body_timeout in these tests
 #: How late a cut-off may come: a quarter of the bound (the sweep's pace), plus scheduling
 #: slack on a loaded machine.
 LATE = BOUND / 4 + 1.0
@@ -76,15 +79,13 @@ def handlers(srv: Running) -> list[Any]:
 
 
 async def test_a_body_completed_within_the_body_timeout_is_served() -> None:
-    async with running(build(), http_options={"body_timeout": BOUND}) as srv:
+    async with running(build(), body_timeout=BOUND) as srv:
         conn = await WireConn.open(srv.port)
         try:
             head, body = echo_request(srv.port)
             start = time.monotonic()
             await conn.send(head + body[:10])
             await wait_until(lambda: len(srv.transport.bodies) == 1)
-            # Tornado's own timer is off for this request: the endpoint keeps the bound.
-            assert handlers(srv)[0].request.connection._body_timeout is None
             await asyncio.sleep(BOUND * 0.6)  # the client's own pace, inside the bound
             await conn.send(body[10:])
             reply = await conn.read_reply()
@@ -99,8 +100,10 @@ async def test_a_body_completed_within_the_body_timeout_is_served() -> None:
             conn.close()
 
 
-async def test_a_body_trickling_past_the_body_timeout_is_cut_off_and_forgotten() -> None:
-    async with running(build(), http_options={"body_timeout": BOUND}) as srv:
+async def test_a_body_trickling_past_the_body_timeout_is_cut_off_and_forgotten(
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    async with running(build(), body_timeout=BOUND) as srv:
         conn = await WireConn.open(srv.port)
         head, _ = echo_request(srv.port)
         head = head.replace(b"Content-Length: ", b"Content-Length: 1000")  # never complete
@@ -115,6 +118,10 @@ async def test_a_body_trickling_past_the_body_timeout_is_cut_off_and_forgotten()
         await wait_until(lambda: srv.transport.in_progress == 0)
         assert srv.transport.buffered_body_bytes == 0
         assert len(srv.transport.bodies) == 0
+        lines = [r.getMessage() for r in caplog.records]
+        assert any(line.startswith("Timeout reading body from 127.0.0.1 (POST /mcp)")
+                   for line in lines), lines
+        assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
         # The endpoint serves the next client as before.
         fresh = await WireConn.open(srv.port)
         try:
@@ -126,7 +133,7 @@ async def test_a_body_trickling_past_the_body_timeout_is_cut_off_and_forgotten()
 
 
 async def test_a_body_that_stops_arriving_is_cut_off_at_the_body_timeout() -> None:
-    async with running(build(), http_options={"body_timeout": BOUND}) as srv:
+    async with running(build(), body_timeout=BOUND) as srv:
         conn = await WireConn.open(srv.port)
         try:
             head, body = echo_request(srv.port)
@@ -151,6 +158,22 @@ async def test_without_a_body_timeout_the_endpoint_sets_no_deadline() -> None:
             assert len(srv.transport.bodies) == 0
             await conn.send(body[10:])
             assert (await conn.read_reply()).status == 200
+        finally:
+            conn.close()
+
+
+async def test_the_http_servers_own_body_timeout_bounds_the_endpoint_too() -> None:
+    """An application's ``HTTPServer(body_timeout=...)`` is Tornado's, for every route: the
+    endpoint never raises or lifts it."""
+    async with running(build(), http_options={"body_timeout": BOUND}) as srv:
+        conn = await WireConn.open(srv.port)
+        try:
+            head, body = echo_request(srv.port)
+            start = time.monotonic()
+            await conn.send(head + body[:-1])
+            assert await conn.at_eof(TIMEOUT)
+            assert BOUND * 0.9 <= time.monotonic() - start < BOUND + LATE
+            assert len(srv.transport.bodies) == 0  # not the endpoint's sweep: Tornado's
         finally:
             conn.close()
 

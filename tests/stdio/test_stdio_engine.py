@@ -155,12 +155,14 @@ async def test_a_blocking_def_does_not_block_an_async_call(tmp_path: Path) -> No
 
 
 async def test_the_servers_middleware_sees_stdio_requests(tmp_path: Path) -> None:
+    """``initialize`` included: the engine answers it on every transport, the middleware
+    around it, as over HTTP."""
     async with stdio_server(tmp_path) as p:
         await initialized(p)
         p.send({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
         await p.recv()
         p.send(call(2, "middleware_saw"))
-        assert text(await p.recv()) == "tools/list,tools/call"
+        assert text(await p.recv()) == "initialize,tools/list,tools/call"
 
 
 async def test_a_task_is_created_polled_and_cancelled_at_2026_07_28(tmp_path: Path) -> None:

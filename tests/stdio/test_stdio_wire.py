@@ -94,6 +94,40 @@ async def test_the_line_bound_at_and_over_it() -> None:
         assert await p.recv() == {"jsonrpc": "2.0", "id": 4, "result": {}}
 
 
+def initialize_of_size(size: int, request_id: int) -> bytes:
+    """An ``initialize`` line of exactly ``size`` bytes (padded in an experimental
+    capability)."""
+    base = json.loads(json.dumps(INIT))
+    base["id"] = request_id
+    base["params"]["capabilities"]["experimental"] = {"pad": ""}
+    empty = len(json.dumps(base).encode())
+    base["params"]["capabilities"]["experimental"]["pad"] = "x" * (size - empty)
+    line = json.dumps(base).encode()
+    assert len(line) == size
+    return line
+
+
+async def test_initialize_is_bounded_as_over_http_at_and_over_the_bound(
+        tmp_path: Path) -> None:
+    """``max_initialize_request_bytes`` holds over stdio too: the engine answers
+    ``initialize`` on every transport; the refusal is in-band."""
+    source = f"""
+        import sys
+        sys.path.insert(0, {str(REPO)!r})
+        from tornado_mcp import Server
+        from tornado_mcp.stdio import run
+        run(Server("bounded"), max_initialize_request_bytes=1000)
+    """
+    async with script_server(tmp_path / "bounded.py", source) as p:
+        p.send(initialize_of_size(1001, 1))
+        refused = await p.recv()
+        assert refused["id"] == 1 and refused["error"]["code"] == -32600
+        assert refused["error"]["message"] == \
+            "Payload too large: initialize request body exceeds 1000 bytes"
+        p.send(initialize_of_size(1000, 2))  # exactly at the bound: a session
+        assert (await p.recv())["result"]["protocolVersion"] == "2025-11-25"
+
+
 async def test_bad_input_gets_errors_and_the_session_goes_on() -> None:
     async with stdio() as p:
         p.send(b"{not json")

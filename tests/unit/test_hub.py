@@ -1,5 +1,6 @@
-"""The notification hub: which listen streams a notification reaches, the frame each gets,
-and ``change_key`` (what makes two notifications the same change)."""
+"""The notification hub: which listen streams a notification reaches, the message each gets
+(encoded JSON: the engine frames nothing, each channel frames for its wire), and
+``change_key`` (what makes two notifications the same change)."""
 
 from __future__ import annotations
 
@@ -38,11 +39,11 @@ def stream(subscription_id: Any = "s", flags: tuple[str, ...] = (),
 
 
 def sent(s: ListenStream) -> list[dict[str, Any]]:
-    """The JSON messages of the frames ``s`` was sent."""
+    """The JSON messages ``s`` was sent (each one encoded message, no framing)."""
     out = []
     for data, _key in s.channel.sent:  # type: ignore[attr-defined]
-        assert data.startswith(b"event: message\ndata: ") and data.endswith(b"\n\n"), data
-        out.append(json.loads(data[len(b"event: message\ndata: "):-2]))
+        assert data.startswith(b"{") and data.endswith(b"}"), data
+        out.append(json.loads(data))
     return out
 
 
@@ -90,8 +91,8 @@ def test_listen_stream_honored_filter_is_its_flags_sorted() -> None:
 @pytest.mark.parametrize("subscription_id", ["L", 7, "quote\"and\\back"])
 def test_listen_stream_final_result_carries_its_id_twice(subscription_id: Any) -> None:
     data = stream(subscription_id).final_result()
-    assert data.startswith(b"event: message\ndata: ") and data.endswith(b"\n\n")
-    assert json.loads(data[len(b"event: message\ndata: "):-2]) == {
+    assert data.startswith(b"{") and data.endswith(b"}")
+    assert json.loads(data) == {
         "jsonrpc": "2.0", "id": subscription_id,
         "result": {"resultType": "complete", "_meta": {META_SUBSCRIPTION_ID: subscription_id}}}
 

@@ -249,7 +249,7 @@ def test_not_nullable_bounds_refuse_none_text(name: str) -> None:
 
 def test_every_bound_is_nullable_exactly_as_documented() -> None:
     assert NULLABLE == [
-        "forward_idle_timeout", "listen_keepalive_interval",
+        "body_timeout", "forward_idle_timeout", "listen_keepalive_interval",
         "max_concurrent_calls_per_principal", "max_initialize_request_bytes",
         "max_listen_subscriptions", "max_resource_subscription_bytes", "max_sessions",
         "max_task_result_bytes", "max_tasks", "rate_limit_per_principal",

@@ -42,7 +42,7 @@ async def test_stream_queue_holds_exactly_max_stream_queue_frames() -> None:
     assert not channel.send(b"one too many")
     assert overflows == ["max_stream_queue"] and channel.closed
     assert channel.queue_depth == 0  # nothing retained once refused
-    assert peer.writes == [b"first"]
+    assert peer.writes == [b"event: message\ndata: first\n\n"]  # the channel frames it
     pending.cancel()
 
 

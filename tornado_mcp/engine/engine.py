@@ -34,17 +34,14 @@ from typing import Any, Protocol
 
 from ..options import TransportOptions
 from ..protocol import (
-    CANCELLED,
     COMPLETION_COMPLETE,
-    INTERNAL_ERROR,
     INVALID_REQUEST,
     PING,
-    ROOTS_LIST_CHANGED,
     TOOLS_CALL,
     Refusal,
 )
 from ..protocol.auth_errors import AuthError
-from ..protocol.errors import MCPError, error_of
+from ..protocol.errors import Refused, error_of
 from ..protocol.identity import ANONYMOUS, Principal
 from ..protocol.jsonrpc import error_body, safe_id, valid_id
 from ..server.context import Context, HTTPRequestFacts, RequestChannel
@@ -59,8 +56,9 @@ from ..tasks.record import TaskRecord
 from ..tasks.store import TaskStore
 from ..tasks.support import support_of
 from .governance import GOVERNED, Governance
+from .lifecycle import Lifecycle
 from .listen_index import NotificationHub
-from .middleware import Chain, Middleware, RateLimit, Refused
+from .middleware import Chain, Middleware, RateLimit
 from .task_watch import Watchers
 
 log = logging.getLogger("tornado_mcp.engine")
@@ -74,11 +72,9 @@ RETRY_AFTER_SHUTDOWN_S = 5
 class Channel(RequestChannel, Protocol):
     """What the engine needs of a transport's way back to the client, beyond the
     :class:`~tornado_mcp.server.context.RequestChannel` a ``Context`` uses: a slot for the
-    request's context and one for the middleware refusal that answered it (its HTTP status
-    and headers, where the transport has them)."""
+    request's context."""
 
     ctx: Context | None
-    refused: Refused | None
 
 
 def auth_error_body(request_id: Any, exc: AuthError) -> dict[str, Any]:
@@ -105,11 +101,12 @@ class Engine:
         self.options = options
         self.refusals: Counter[str] = Counter({kind.value: 0 for kind in Refusal})
         self._remote_count = remote_count
-        self._on_session_removed = on_session_removed
+        #: ``initialize``, client notifications and responses, a session's end.
+        self.lifecycle = Lifecycle(self, on_session_removed)
         #: Legacy sessions, bounded by ``max_sessions`` and ``session_idle_timeout``.
         self.sessions = SessionStore(
             lambda: _less(options.max_sessions, self.remote_count("sessions")),
-            lambda: options.session_idle_timeout, self._session_removed)
+            lambda: options.session_idle_timeout, self.lifecycle.session_removed)
         #: Acknowledged ``subscriptions/listen`` streams, indexed by what they watch.
         self.hub = NotificationHub()
         #: The per-principal rate limit (idle while ``rate_limit_per_principal`` is None).
@@ -169,7 +166,9 @@ class Engine:
                        facts: HTTPRequestFacts | None = None) -> dict[str, Any] | None:
         """The server's JSON-RPC response to the request ``message``, or ``None`` when it
         was cancelled (nothing is sent for it).  Raises ``AuthError`` for a caller who
-        lacks the scopes the request needs."""
+        lacks the scopes the request needs, and :class:`Refused` for a request refused
+        rather than answered (the rate limit, a concurrency bound, a middleware): each
+        transport answers those through its own wire map."""
         request_id = message.get("id")
         method = message.get("method")
         params = message.get("params")
@@ -220,9 +219,7 @@ class Engine:
             return None
         except Exception as exc:
             if isinstance(exc, Refused):
-                channel.refused = exc
-                if exc.refusal is not None:
-                    self.count_refusal(exc.refusal)
+                raise  # refused, not answered: each transport's wire map answers it
             return {"jsonrpc": "2.0", "id": request_id,
                     "error": error_of(exc, f"handler for {method}")}
         finally:
@@ -235,27 +232,6 @@ class Engine:
                 if session.in_flight.get(request_id) is ctx:
                     del session.in_flight[request_id]
                 session.touch()
-
-    async def run_middleware_around(self, message: dict[str, Any], result: dict[str, Any],
-                                    principal: Principal,
-                                    facts: HTTPRequestFacts | None = None) -> dict[str, Any]:
-        """Run the middleware around a request the transport answers itself (a legacy
-        ``initialize``, whose ``result`` is ready before a session is opened); returns the
-        result to send, or raises what a middleware raised (``Refused``, ``MCPError``)."""
-        opts = self.options
-        ctx = Context(self.server, message["method"], message.get("params") or {},
-                      message.get("id"), None, listen_served=opts.serve_subscriptions_listen,
-                      served_versions=opts.protocol_versions, principal=principal, http=facts)
-
-        async def endpoint(method: str, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-            return result
-
-        try:
-            return await self.middleware.run(ctx, endpoint)
-        except Refused as exc:
-            if exc.refusal is not None:
-                self.count_refusal(exc.refusal)
-            raise
 
     async def _via_middleware(self, method: str, params: dict[str, Any],
                               ctx: Context) -> dict[str, Any]:
@@ -287,63 +263,6 @@ class Engine:
         if method in task_methods.DECORATED:
             result = task_methods.decorate(self.tasks, method, result, ctx)
         return result
-
-    # -- what a client sends that is not a request --------------------------------------------
-    def client_notification(self, method: Any, params: Any, session: Session | None,
-                            cancel: Callable[[Any], bool] | None = None) -> None:
-        """A notification from the client: ``notifications/cancelled`` cancels the request
-        it names (in ``session``, or through ``cancel(request_id)``); a roots change reaches
-        the server's hook.  Resets the session's idle timer."""
-        if session is not None:
-            session.touch()
-        if method == CANCELLED and isinstance(params, dict):
-            request_id = params.get("requestId")
-            if not valid_id(request_id):
-                return
-            ctx = session.in_flight.get(request_id) if session is not None else None
-            if ctx is not None:
-                ctx.cancel()
-            elif cancel is not None:
-                cancel(request_id)
-        elif method == ROOTS_LIST_CHANGED and session is not None:
-            self.server.roots_list_changed(session)
-
-    @staticmethod
-    def client_response(message: dict[str, Any], session: Session | None,
-                        pending: dict[str, asyncio.Future[dict[str, Any]]] | None = None
-                        ) -> None:
-        """The client answered one of the server's own requests (sampling, elicitation,
-        roots, ping): the waiting request gets the answer.  Resets the idle timer."""
-        if session is not None:
-            session.touch()
-            pending = session.pending if pending is None else pending
-        if pending is None:
-            return
-        fut = pending.pop(str(message.get("id")), None)
-        if fut is not None and not fut.done():
-            fut.set_result(message)
-
-    # -- sessions -----------------------------------------------------------------------------
-    def _session_removed(self, session: Session) -> None:
-        session.notifier = None
-        if self.server.subscriptions is not None:
-            self.server.subscriptions.forget(session)
-        for mw in (*self.middleware.user, *self.middleware.shared):
-            ended = getattr(mw, "session_ended", None)  # e.g. the OpenTelemetry metrics
-            if ended is not None:
-                try:
-                    ended(session)
-                except Exception:
-                    log.exception("session_ended of %r raised", mw)
-        if self._on_session_removed is not None:
-            self._on_session_removed(session)
-        for ctx in list(session.in_flight.values()):
-            ctx.cancel()
-        for fut in session.pending.values():
-            if not fut.done():
-                fut.set_exception(MCPError(INTERNAL_ERROR, "Session closed while waiting for "
-                                                           "the client's response"))
-        session.pending.clear()
 
     # -- shutdown -----------------------------------------------------------------------------
     async def drain(self, grace: float | None) -> bool:

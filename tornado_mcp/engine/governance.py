@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..introspection import LATENCY_BUCKETS, PrincipalInfo, ToolInfo
 from ..protocol import (
-    HEADER_RETRY_AFTER,
     INTERNAL_ERROR,
     META_SERVER_INFO,
     PROMPTS_GET,
@@ -43,13 +42,12 @@ from ..protocol import (
     TOOLS_CALL,
     Refusal,
 )
-from ..protocol.errors import MCPError
+from ..protocol.errors import MCPError, Refused
 from ..server.bounds import CallBounds
 from ..server.sync_handlers import CURRENT as CURRENT_RUNNER
 from ..server.sync_handlers import SyncRunner
 from .audit import TRACE_ID, AuditTrail, digest, kept_arguments
 from .audit import log as audit_log
-from .middleware import Refused
 
 if TYPE_CHECKING:
     from ..options import TransportOptions
@@ -384,5 +382,4 @@ _TIMED_OUT: dict[str, Any] = {}
 
 def _busy(what: str, refusal: Refusal) -> Refused:
     return Refused(f"Too many concurrent calls: {what}; retry after {RETRY_AFTER_BUSY_S} s",
-                   status=429, code=RATE_LIMITED, data={"retryAfter": RETRY_AFTER_BUSY_S},
-                   headers={HEADER_RETRY_AFTER: str(RETRY_AFTER_BUSY_S)}, refusal=refusal)
+                   code=RATE_LIMITED, retry_after=RETRY_AFTER_BUSY_S, refusal=refusal)

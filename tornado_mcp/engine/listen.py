@@ -25,14 +25,15 @@ from ..protocol import (
     RESOURCES_READ,
     SUBSCRIPTIONS_ACKNOWLEDGED,
     Refusal,
+    jsonio,
 )
 from ..protocol.auth_errors import AuthError
-from ..protocol.errors import MCPError
+from ..protocol.errors import MCPError, Refused
 from ..protocol.identity import Principal
-from ..protocol.jsonrpc import Reply, valid_id
+from ..protocol.jsonrpc import valid_id
 from ..protocol.shapes import SUBSCRIPTION_FILTER, load
 from ..tasks.methods import principal_owner
-from .listen_index import ListenStream, StreamChannel, frame
+from .listen_index import ListenStream, StreamChannel
 from .task_watch import task_ids
 
 if TYPE_CHECKING:
@@ -59,29 +60,27 @@ class Admission:
 
 def admit(engine: Engine, message: dict[str, Any], params: dict[str, Any],
           principal: Principal) -> Admission:
-    """Check a ``subscriptions/listen`` request against the limits; ``Reply`` if refused
-    (``AuthError`` for a resource the caller may not read)."""
+    """Check a ``subscriptions/listen`` request against the limits: ``MCPError`` for a
+    bad request, ``Refused`` past a bound, ``AuthError`` for a resource the caller may not
+    read (the transport answers each with the request's id)."""
     opts = engine.options
     listen_id = message.get("id")
     if not valid_id(listen_id):
-        raise Reply(400, INVALID_REQUEST, "Invalid Request: subscriptions/listen requires an id")
+        raise MCPError(INVALID_REQUEST, "Invalid Request: subscriptions/listen requires an id")
     if isinstance(listen_id, str) and len(listen_id) > MAX_LISTEN_ID_LENGTH:
-        raise Reply(400, INVALID_REQUEST, "Invalid Request: subscriptions/listen id exceeds "
-                                          f"{MAX_LISTEN_ID_LENGTH} characters")
+        raise MCPError(INVALID_REQUEST, "Invalid Request: subscriptions/listen id exceeds "
+                                        f"{MAX_LISTEN_ID_LENGTH} characters")
     notifications = params.get("notifications")
     if not isinstance(notifications, dict):
-        raise Reply(400, INVALID_PARAMS, "Invalid params: subscriptions/listen requires "
-                                         "a `notifications` filter object", listen_id)
+        raise MCPError(INVALID_PARAMS, "Invalid params: subscriptions/listen requires "
+                                       "a `notifications` filter object")
     if "resourceSubscriptions" in notifications:
         subs = notifications["resourceSubscriptions"]
         if not isinstance(subs, list) or not all(isinstance(u, str) for u in subs):
-            raise Reply(400, INVALID_PARAMS,
-                        f"Invalid params: {URIS_FIELD} must be an array of strings", listen_id)
-    try:
-        filt = load(SUBSCRIPTION_FILTER, notifications, "subscriptions/listen `notifications`")
-        watched = task_ids(notifications, (params.get("_meta") or {}).get(META_CAPABILITIES))
-    except MCPError as exc:
-        raise Reply(400, exc.code, exc.message, listen_id, exc.data) from None
+            raise MCPError(INVALID_PARAMS,
+                           f"Invalid params: {URIS_FIELD} must be an array of strings")
+    filt = load(SUBSCRIPTION_FILTER, notifications, "subscriptions/listen `notifications`")
+    watched = task_ids(notifications, (params.get("_meta") or {}).get(META_CAPABILITIES))
     uris = list(dict.fromkeys(filt.get("resourceSubscriptions") or ()))
     rules = engine.server.scope_rules
     if rules.active:  # watching a resource needs what reading it needs (AuthError)
@@ -92,16 +91,16 @@ def admit(engine: Engine, message: dict[str, Any], params: dict[str, Any],
             exc.request_id = listen_id
             raise
     if len(uris) > MAX_RESOURCE_SUBSCRIPTION_URIS:
-        raise Reply(400, INVALID_PARAMS, f"Invalid params: {URIS_FIELD} exceeds "
-                                         f"{MAX_RESOURCE_SUBSCRIPTION_URIS} URIs", listen_id,
-                    refusal=Refusal.RESOURCE_SUBSCRIPTION_URIS)
+        raise Refused(f"Invalid params: {URIS_FIELD} exceeds "
+                      f"{MAX_RESOURCE_SUBSCRIPTION_URIS} URIs", code=INVALID_PARAMS,
+                      refusal=Refusal.RESOURCE_SUBSCRIPTION_URIS)
     bound = opts.max_resource_subscription_bytes
     if bound is not None and sum(len(u.encode("utf-8")) for u in uris) > bound:
-        raise Reply(400, INVALID_PARAMS, f"Invalid params: {URIS_FIELD} exceeds {bound} bytes",
-                    listen_id, refusal=Refusal.MAX_RESOURCE_SUBSCRIPTION_BYTES)
+        raise Refused(f"Invalid params: {URIS_FIELD} exceeds {bound} bytes",
+                      code=INVALID_PARAMS, refusal=Refusal.MAX_RESOURCE_SUBSCRIPTION_BYTES)
     cap = opts.max_listen_subscriptions
     if cap is not None and len(engine.hub) + engine.remote_count("listen_streams") >= cap:
-        raise listen_cap_reached(listen_id, cap)
+        raise listen_cap_reached(cap)
     server = engine.server
     flags = frozenset(flag for flag, capability in FLAG_CAPABILITIES
                       if filt.get(flag) is True and server.has_capability(capability,
@@ -110,11 +109,21 @@ def admit(engine: Engine, message: dict[str, Any], params: dict[str, Any],
     return Admission(listen_id, flags, honored_uris, watched, principal)
 
 
-def listen_cap_reached(listen_id: Any, cap: int) -> Reply:
-    """The refusal of a listen stream over ``max_listen_subscriptions`` (503)."""
-    return Reply(503, INTERNAL_ERROR, "Service unavailable: maximum concurrent "
-                 f"subscriptions/listen streams ({cap}) reached", listen_id,
-                 refusal=Refusal.MAX_LISTEN_SUBSCRIPTIONS)
+def answer_id(message: dict[str, Any]) -> Any:
+    """The id a refusal of the listen request ``message`` answers with: its own, unless
+    it is not a valid id or longer than :data:`MAX_LISTEN_ID_LENGTH` (never echoed)."""
+    listen_id = message.get("id")
+    if not valid_id(listen_id) or (isinstance(listen_id, str)
+                                   and len(listen_id) > MAX_LISTEN_ID_LENGTH):
+        return None
+    return listen_id
+
+
+def listen_cap_reached(cap: int) -> Refused:
+    """The refusal of a listen stream over ``max_listen_subscriptions``."""
+    return Refused("Service unavailable: maximum concurrent subscriptions/listen streams "
+                   f"({cap}) reached", code=INTERNAL_ERROR,
+                   refusal=Refusal.MAX_LISTEN_SUBSCRIPTIONS)
 
 
 def open_stream(engine: Engine, admission: Admission,
@@ -129,9 +138,9 @@ def open_stream(engine: Engine, admission: Admission,
         honored["resourceSubscriptions"] = uris
     if admission.watched:
         honored["taskIds"] = admission.watched
-    channel.send(frame({"jsonrpc": "2.0", "method": SUBSCRIPTIONS_ACKNOWLEDGED,
-                        "params": {"_meta": {META_SUBSCRIPTION_ID: admission.listen_id},
-                                   "notifications": honored}}))
+    channel.send(jsonio.dumps({"jsonrpc": "2.0", "method": SUBSCRIPTIONS_ACKNOWLEDGED,
+                               "params": {"_meta": {META_SUBSCRIPTION_ID: admission.listen_id},
+                                          "notifications": honored}}))
     if channel.closed:
         return None
     stream.acknowledged = True

@@ -2,11 +2,11 @@
 
 Matching costs the same however many URIs a stream named: list-changed kinds and resource
 URIs are both indexed (kind -> streams, URI -> streams), so a ``resources/updated`` looks
-up one set.  Each stream's frame is the shared notification bytes with that stream's
+up one set.  Each stream's message is the shared notification bytes with that stream's
 subscription id spliced in, so a fan-out encodes the JSON once.  Delivery only queues on
 each stream's bounded channel (an SSE response over HTTP, the pipe over stdio: a
-:class:`StreamChannel`); nothing here waits on a peer.  Frames are SSE events, the unit
-every channel takes (stdio writes each event's data as one line).
+:class:`StreamChannel`); nothing here waits on a peer.  What a channel is handed is one
+encoded JSON-RPC message; each channel frames it for its wire (an SSE event, a line).
 
 A stream enters the hub only after its acknowledgement is queued, so no notification can
 ever precede the acknowledgement.
@@ -51,16 +51,15 @@ class StreamChannel(Protocol):
     @property
     def queue_depth(self) -> int: ...
 
-    def send(self, data: bytes, key: Any = None) -> bool: ...
+    def send(self, message: bytes, key: Any = None) -> bool:
+        """Queue one encoded JSON-RPC message; False when the channel is closed or just
+        overflowed.  ``key`` marks an idempotent change notification (see
+        :func:`change_key`): a channel may drop one while another with the key waits."""
 
-    def close(self, final: bytes | None = None) -> None: ...
+    def close(self, final: bytes | None = None) -> None:
+        """End the stream after ``final`` (an encoded message) and what is queued."""
 
     def abort(self) -> None: ...
-
-
-def frame(message: Any) -> bytes:
-    """One SSE event carrying a JSON-RPC message."""
-    return b"event: message\ndata: " + jsonio.dumps(message) + b"\n\n"
 
 
 def change_key(method: str, params: dict[str, Any] | None) -> Any:
@@ -96,16 +95,17 @@ class ListenStream:
         return filt
 
     def final_result(self) -> bytes:
-        return (b'event: message\ndata: {"jsonrpc":"2.0","id":' + self._sid
+        """The stream's last message: its request's result."""
+        return (b'{"jsonrpc":"2.0","id":' + self._sid
                 + b',"result":{"resultType":"complete","_meta":{"'
-                + META_SUBSCRIPTION_ID.encode() + b'":' + self._sid + b"}}}\n\n")
+                + META_SUBSCRIPTION_ID.encode() + b'":' + self._sid + b"}}}")
 
 
 def _frame_parts(method: str, params: dict[str, Any] | None) -> tuple[bytes, bytes]:
     rest = {k: v for k, v in (params or {}).items() if k != "_meta"}
-    head = (b'event: message\ndata: {"jsonrpc":"2.0","method":' + jsonio.dumps(method)
+    head = (b'{"jsonrpc":"2.0","method":' + jsonio.dumps(method)
             + b',"params":{"_meta":{"' + META_SUBSCRIPTION_ID.encode() + b'":')
-    tail = b"}" + (b"," + jsonio.dumps(rest)[1:] if rest else b"}") + b"}\n\n"
+    tail = b"}" + (b"," + jsonio.dumps(rest)[1:] if rest else b"}") + b"}"
     return head, tail
 
 

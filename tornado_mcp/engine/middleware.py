@@ -12,8 +12,9 @@ A middleware is an ``async`` function of the request's :class:`~tornado_mcp.Cont
 It sees the method (``ctx.method``), the params (``ctx.params``), the caller
 (``ctx.principal``), the HTTP headers and address; it may return its own result instead
 of calling ``call_next``, change what ``call_next`` returned, or refuse the request by
-raising :class:`Refused` (a JSON-RPC error, with an HTTP status where the era allows one)
-or any :class:`~tornado_mcp.protocol.errors.MCPError`.  :func:`tool_middleware` makes one that runs
+raising :class:`Refused` (a JSON-RPC error; over HTTP with the status the transport's
+wire map gives it where the request is answered on its own) or any
+:class:`~tornado_mcp.protocol.errors.MCPError`.  :func:`tool_middleware` makes one that runs
 around ``tools/call`` only and is handed the tool's name and arguments::
 
     @tool_middleware
@@ -41,8 +42,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..protocol import HEADER_RETRY_AFTER, RATE_LIMITED, REQUEST_REFUSED, TOOLS_CALL, Refusal
-from ..protocol.errors import MCPError
+from ..protocol import RATE_LIMITED, TOOLS_CALL, Refusal
+from ..protocol.errors import Refused as Refused
 from ..server.server import CallNext as CallNext
 from ..server.server import Middleware as Middleware
 
@@ -64,24 +65,6 @@ Endpoint = Callable[[str, dict[str, Any], "Context"], Awaitable[dict[str, Any]]]
 #: so dropping it frees nobody early); when every bucket is still refilling, the new
 #: caller is refused until the first of them is full.
 MAX_RATE_BUCKETS = 10_000
-
-
-class Refused(MCPError):
-    """Raise from a middleware to refuse the request.
-
-    The client gets a JSON-RPC error with ``code`` (default -32030), ``message`` and
-    ``data``; when the request is answered on its own (not in a batch, nothing streamed
-    yet), the HTTP status is ``status`` with ``headers``.  ``refusal`` counts it as that
-    kind in the transport's refusals (dashboard, ``/metrics``).
-    """
-
-    def __init__(self, message: str, *, status: int = 403, code: int = REQUEST_REFUSED,
-                 data: Any = None, headers: dict[str, str] | None = None,
-                 refusal: Refusal | None = None) -> None:
-        super().__init__(code, message, data)
-        self.status = status
-        self.headers = headers or {}
-        self.refusal = refusal
 
 
 @dataclass(frozen=True)
@@ -243,7 +226,5 @@ class RateLimit:
             return await call_next()
         seconds = max(1, math.ceil(wait))
         raise Refused(f"Too many requests: the limit is {self.options.rate_limit_per_principal}"
-                      f" per minute; retry after {seconds} s",
-                      status=429, code=RATE_LIMITED, data={"retryAfter": seconds},
-                      headers={HEADER_RETRY_AFTER: str(seconds)},
-                      refusal=Refusal.RATE_LIMIT_PER_PRINCIPAL)
+                      f" per minute; retry after {seconds} s", code=RATE_LIMITED,
+                      retry_after=seconds, refusal=Refusal.RATE_LIMIT_PER_PRINCIPAL)

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..protocol import INVALID_PARAMS, META_SUBSCRIPTION_ID, TASKS_EXTENSION, TASKS_STATUS
+from ..protocol import INVALID_PARAMS, META_SUBSCRIPTION_ID, TASKS_EXTENSION, TASKS_STATUS, jsonio
 from ..protocol.errors import MCPError, MissingClientCapability
 from ..tasks.methods import MAX_TASK_ID_LENGTH
-from .listen_index import ListenStream, frame
+from .listen_index import ListenStream
 
 if TYPE_CHECKING:
     from ..tasks.record import TaskRecord
@@ -85,6 +85,6 @@ class Watchers:
             if record.owner and self._owner.get(stream) != record.owner:
                 continue  # not this caller's task: its id alone does not open it
             params = {"_meta": {META_SUBSCRIPTION_ID: stream.subscription_id}, **task}
-            sent += stream.channel.send(frame({"jsonrpc": "2.0", "method": TASKS_STATUS,
-                                               "params": params}))
+            sent += stream.channel.send(jsonio.dumps({"jsonrpc": "2.0", "method": TASKS_STATUS,
+                                                      "params": params}))
         return sent

@@ -29,7 +29,7 @@ from tornado.web import RequestHandler
 from ..protocol import INVALID_REQUEST
 from ..protocol.identity import Principal
 from ..transport import MCPHandler
-from ..transport.reply import Reply
+from ..transport.wire import Reply
 
 if TYPE_CHECKING:
     from jupyter_server.auth import User
@@ -129,17 +129,18 @@ class JupyterMCPHandler(MCPHandler):
     """
 
     async def prepare(self) -> None:
-        super().prepare()
-        if self._finished or self.request.method == "OPTIONS" or self._deferred is not None:
+        begun = super().prepare()
+        if begun is not None:
+            await begun
+        if self.done or self.request.method == "OPTIONS" or self._deferred is not None:
             return  # answered, a CORS preflight (sent without credentials), or refused
         principal = await jupyter_principal(self)
-        if self._finished:  # the client went away meanwhile
+        if self.done:  # the client went away meanwhile
             return
         if principal is None:
-            self.write_reply(Reply(401, INVALID_REQUEST,
-                                   "Unauthorized: send Jupyter's token as "
-                                   "'Authorization: Bearer <token>'"))
-            self.set_header("WWW-Authenticate", 'Bearer realm="jupyter"')
-            self.finish()
+            self.refuse_early(Reply(401, INVALID_REQUEST,
+                                    "Unauthorized: send Jupyter's token as "
+                                    "'Authorization: Bearer <token>'",
+                                    headers={"WWW-Authenticate": 'Bearer realm="jupyter"'}))
             return
         self.principal = principal

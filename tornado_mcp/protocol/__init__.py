@@ -135,20 +135,14 @@ RESOURCE_NOT_FOUND_LEGACY = -32002
 HEADER_MISMATCH = -32020
 MISSING_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
-#: A middleware refused the request (``data`` may say why); HTTP 403 where the era allows.
+#: A middleware refused the request (``data`` may say why).
 REQUEST_REFUSED = -32030
-#: The caller exceeded its request rate (``data.retryAfter`` in seconds); HTTP 429.
+#: The caller exceeded its request rate (``data.retryAfter`` in seconds).
 RATE_LIMITED = -32029
 #: The handler asked the client for input (sampling, elicitation, roots) where this request
 #: cannot carry a question: ``data.mode`` names why (``stateless``, ``json_response``,
 #: ``batch``, ``method``, ``task``); the client may retry where input can flow.
 INPUT_UNAVAILABLE = -32031
-
-#: Codes that the 2026-07-28 HTTP binding answers with 400 (and -32601 with 404).
-MODERN_BAD_REQUEST_CODES = frozenset(
-    {PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS, HEADER_MISMATCH,
-     MISSING_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION}
-)
 
 
 class Refusal(enum.StrEnum):

@@ -1,9 +1,10 @@
 """Why authentication refused a request, and what the refusal tells the client.
 
-An :class:`AuthError` carries the HTTP status (401: authenticate, 403: you lack a scope),
-the RFC 6750 ``error`` code for the ``WWW-Authenticate`` challenge, a description a person
-can act on (never the token itself), and the :class:`~tornado_mcp.protocol.Refusal` it is
-counted under.
+An :class:`AuthError` carries the :class:`~tornado_mcp.protocol.Refusal` it is counted
+under (which decides how each transport answers it: over HTTP, 401 to authenticate, 403
+for a missing scope, 503 when the token could not be judged), the RFC 6750 ``error`` code
+for the ``WWW-Authenticate`` challenge, and a description a person can act on (never the
+token itself).
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ class InvalidToken(Exception):
 
 class VerifierBusy(Exception):
     """A verifier could not judge a token now (its bound on calls to the authorization
-    server is full): the request is refused with 503 and ``Retry-After``, not 401, since
-    the token may be good."""
+    server is full): the request is refused as not judged (over HTTP 503 with
+    ``Retry-After``), not as a bad token, since the token may be good."""
 
 
 class AuthError(Exception):
@@ -42,12 +43,6 @@ class AuthError(Exception):
         self.request_id: Any = None
 
     @property
-    def status(self) -> int:
-        if self.kind is Refusal.AUTH_UNAVAILABLE:
-            return 503
-        return 403 if self.kind is Refusal.AUTH_INSUFFICIENT_SCOPE else 401
-
-    @property
     def error(self) -> str | None:
         """The RFC 6750 error code; none when no credential was offered (RFC 6750 §3.1),
         nor when the token was not judged at all (503)."""
@@ -60,7 +55,9 @@ class AuthError(Exception):
     @property
     def message(self) -> str:
         """The JSON-RPC error message."""
-        head = {403: "Forbidden", 503: "Service unavailable"}.get(self.status, "Unauthorized")
+        head = ("Forbidden" if self.kind is Refusal.AUTH_INSUFFICIENT_SCOPE
+                else "Service unavailable" if self.kind is Refusal.AUTH_UNAVAILABLE
+                else "Unauthorized")
         return f"{head}: {self.description}"
 
 

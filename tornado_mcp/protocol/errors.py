@@ -10,7 +10,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from . import INTERNAL_ERROR, METHOD_NOT_FOUND, MISSING_CLIENT_CAPABILITY, RESOURCE_NOT_FOUND_LEGACY
+from . import (
+    INTERNAL_ERROR,
+    METHOD_NOT_FOUND,
+    MISSING_CLIENT_CAPABILITY,
+    REQUEST_REFUSED,
+    RESOURCE_NOT_FOUND_LEGACY,
+    Refusal,
+)
 
 log = logging.getLogger("tornado_mcp.server")
 
@@ -32,6 +39,36 @@ class MCPError(Exception):
         if self.data is not None:
             err["data"] = self.data
         return err
+
+
+class Refused(MCPError):
+    """The request is refused, not answered: by a bound (``refusal`` names it, and it is
+    counted under that name in the refusals), by the rate limit, or by a middleware,
+    which may raise it itself::
+
+        raise Refused("Forbidden: deleting needs the admin scope")
+
+    The client gets a JSON-RPC error with ``code`` (default -32030), ``message`` and
+    ``data``; ``retry_after`` (seconds) tells it when to try again (``data.retryAfter``).
+    Each transport answers a refusal its own way: stdio in-band, Streamable HTTP with the
+    status its wire map gives the refusal (403 for -32030, 429 for -32029, 413 for a bound
+    on size, 503 for a server-wide cap, with ``Retry-After``) when the request is answered
+    on its own, else in-band (an entry of a batch, the last event of a stream).  A
+    middleware that wants another HTTP answer gives ``status`` and ``headers``: the HTTP
+    transport then uses those instead of its map, and other transports ignore them.
+    """
+
+    def __init__(self, message: str, *, code: int = REQUEST_REFUSED, data: Any = None,
+                 refusal: Refusal | None = None, retry_after: int | None = None,
+                 status: int | None = None, headers: dict[str, str] | None = None) -> None:
+        if retry_after is not None:
+            data = {**(data if isinstance(data, dict) else {}), "retryAfter": retry_after}
+        super().__init__(code, message, data)
+        self.refusal = refusal
+        self.retry_after = retry_after
+        #: An HTTP status and headers of the middleware's own choosing (see above).
+        self.status = status
+        self.headers = headers or {}
 
 
 def error_of(exc: Exception, what: str = "handler") -> dict[str, Any]:

@@ -13,6 +13,7 @@ in the JSON text) should a handler produce one, so no input can make an answer f
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -65,9 +66,17 @@ else:  # pragma: no cover
     def _too_deep(exc: Exception) -> bool:
         return isinstance(exc, RecursionError)
 
+    def _finite(text: str) -> float:
+        value = float(text)
+        if math.isinf(value):  # 1e999: refused, as orjson refuses it
+            raise ValueError(f"number {text[:32]} is out of range")
+        return value
+
     def _loads(data: bytes) -> Any:
-        # Strictly UTF-8 and strictly JSON (no NaN or Infinity), as orjson.
-        return json.loads(data.decode("utf-8"), parse_constant=_no_constants)
+        # Strictly UTF-8 and strictly JSON (no NaN or Infinity, nor a number that is
+        # infinite as a double), as orjson.
+        return json.loads(data.decode("utf-8"), parse_constant=_no_constants,
+                          parse_float=_finite)
 
     def dumps(value: Any) -> bytes:
         """Compact UTF-8 JSON."""

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 
 class SessionStream(Protocol):
-    """A session's GET stream: a channel of SSE frames to the client."""
+    """A session's GET stream: a channel of messages to the client."""
 
     @property
     def closed(self) -> bool:
@@ -23,9 +23,9 @@ class SessionStream(Protocol):
     def done(self) -> asyncio.Future[None]:
         """Resolves when the stream has ended."""
 
-    def send(self, data: bytes, key: Any = None) -> bool:
-        """Queue one frame (``key`` lets a newer frame replace a queued one); False when
-        the stream is closed or full."""
+    def send(self, message: bytes, key: Any = None) -> bool:
+        """Queue one encoded JSON-RPC message (``key`` marks an idempotent change a newer
+        one makes redundant); False when the stream is closed or full."""
 
     def close(self, final: bytes | None = None) -> None:
         """End the stream after what is queued (and ``final``)."""

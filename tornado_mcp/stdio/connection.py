@@ -11,9 +11,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ..engine.engine import SHUTTING_DOWN, Engine, auth_error_body
-from ..engine.listen import admit, close_stream, open_stream
+from ..engine.listen import admit, answer_id, close_stream, open_stream
 from ..engine.listen_index import LIST_CHANGED, ListenStream
-from ..engine.middleware import Middleware, Refused
+from ..engine.middleware import Middleware
 from ..options import TransportOptions
 from ..protocol import (
     INITIALIZE,
@@ -30,10 +30,10 @@ from ..protocol import (
     jsonio,
 )
 from ..protocol.auth_errors import AuthError
-from ..protocol.errors import MCPError
+from ..protocol.errors import MCPError, Refused
 from ..protocol.identity import ANONYMOUS, Principal
-from ..protocol.jsonrpc import Kind, Reply, classify, error_body, safe_id, valid_id
-from ..protocol.shapes import ENVELOPE, INITIALIZE_PARAMS, load
+from ..protocol.jsonrpc import Kind, classify, error_body, safe_id, valid_id
+from ..protocol.shapes import ENVELOPE, load
 from ..server.context_ref import HoldsContext
 from ..server.outbound import client_result, request_message
 from ..server.server import Server
@@ -46,19 +46,16 @@ log = logging.getLogger("tornado_mcp.stdio")
 MAX_LINE_BYTES = 4 * 1024 * 1024
 #: Requests handled at once, by default; more are answered with an error.
 MAX_IN_FLIGHT = 100
-#: What starts every frame of a listen stream; a line carries what follows it.
-_EVENT_PREFIX = b"event: message\ndata: "
 
 
 class _Channel(HoldsContext):
     """A request's way back to the client: the one output stream."""
 
-    __slots__ = ("cancelled", "conn", "refused")
+    __slots__ = ("cancelled", "conn")
 
     def __init__(self, conn: StdioConnection) -> None:
         super().__init__()
         self.conn = conn
-        self.refused: Refused | None = None
         #: Cancelled before its handler started (read in the same chunk as the request).
         self.cancelled = False
 
@@ -99,7 +96,7 @@ class _Channel(HoldsContext):
 
 
 class _ListenChannel:
-    """A listen stream's share of the pipe: its frames written as lines, never queued."""
+    """A listen stream's share of the pipe: its messages written as lines, never queued."""
 
     __slots__ = ("_done", "conn")
 
@@ -119,16 +116,16 @@ class _ListenChannel:
     def queue_depth(self) -> int:
         return 0
 
-    def send(self, data: bytes, key: Any = None) -> bool:
+    def send(self, message: bytes, key: Any = None) -> bool:
         if self.closed:
             return False
-        self.conn.write_frame(data)
+        self.conn.write_line(message)
         return True
 
     def close(self, final: bytes | None = None) -> None:
         if not self.closed:
             if final is not None:
-                self.conn.write_frame(final)
+                self.conn.write_line(final)
             self._done.set_result(None)
 
     def abort(self) -> None:
@@ -181,10 +178,9 @@ class StdioConnection:
         self._write(jsonio.dumps(message) + b"\n")
         return True
 
-    def write_frame(self, data: bytes) -> None:
-        """Write a listen stream's frame (one SSE event) as one line."""
-        assert data.startswith(_EVENT_PREFIX) and data.endswith(b"\n\n")
-        self._write(data[len(_EVENT_PREFIX):-1])
+    def write_line(self, message: bytes) -> None:
+        """Write one encoded message (a listen stream's) as one line."""
+        self._write(message + b"\n")
 
     def publish(self, method: str, params: dict[str, Any] | None) -> None:
         """Server-wide notifications, from any thread: to the listen streams that asked,
@@ -270,13 +266,14 @@ class StdioConnection:
                                  "Invalid Request: a line must hold one JSON-RPC message"))
             return
         kind = classify(message)
+        lifecycle = self.engine.lifecycle
         if kind is Kind.REQUEST:
-            self._request(message)
+            self._request(message, len(line))
         elif kind is Kind.NOTIFICATION:
-            self.engine.client_notification(message["method"], message.get("params"),
-                                            self.session, self._cancel)
+            lifecycle.client_notification(message["method"], message.get("params"),
+                                          self.session, self._cancel)
         elif kind is Kind.RESPONSE:
-            self.engine.client_response(message, self.session, self._pending)
+            lifecycle.client_response(message, self.session, self._pending)
         else:
             self.send(error_body(None, INVALID_REQUEST, "Invalid Request"))
 
@@ -292,7 +289,7 @@ class StdioConnection:
             channel.cancel()
         return channel is not None
 
-    def _request(self, message: dict[str, Any]) -> None:
+    def _request(self, message: dict[str, Any], size: int) -> None:
         request_id = message.get("id")
         params = message.get("params")
         if message.get("jsonrpc") != "2.0" or not valid_id(request_id) or \
@@ -317,7 +314,7 @@ class StdioConnection:
             self._admitted.discard(request_id)
             if self.in_flight.get(request_id) is channel:
                 del self.in_flight[request_id]
-        self._spawn(self._run(message, params or {}, channel), done)
+        self._spawn(self._run(message, params or {}, channel, size), done)
 
     def _spawn(self, work: Awaitable[Any], done: Callable[[], None] | None = None) -> None:
         async def run() -> None:
@@ -329,7 +326,7 @@ class StdioConnection:
         task.add_done_callback(self._tasks.discard)
 
     async def _run(self, message: dict[str, Any], params: dict[str, Any],
-                   channel: _Channel) -> None:
+                   channel: _Channel, size: int) -> None:
         if channel.cancelled:
             return  # cancelled before it started: never run, never answered
         request_id = message["id"]
@@ -347,7 +344,7 @@ class StdioConnection:
                 self.send(error_body(request_id, INVALID_PARAMS, exc.message))
                 return
         elif method == INITIALIZE:
-            self._initialize(params, request_id)
+            await self._initialize(message, size)
             return
         elif self.session is None and method != PING:
             self.send(error_body(request_id, INVALID_REQUEST,
@@ -364,10 +361,11 @@ class StdioConnection:
         except AuthError as exc:  # a caller without the scopes this request needs
             self.engine.count_refusal(exc.kind)
             response = auth_error_body(request_id, exc)
-        except Reply as reply:  # a refusal of the listen request, before anything is kept
-            if reply.refusal is not None:
-                self.engine.count_refusal(reply.refusal)
-            response = reply.error_body()
+        except MCPError as exc:  # refused (a bound, the rate limit, a middleware), in-band
+            if isinstance(exc, Refused) and exc.refusal is not None:
+                self.engine.count_refusal(exc.refusal)
+            answer = answer_id(message) if method == SUBSCRIPTIONS_LISTEN else request_id
+            response = error_body(answer, exc.code, exc.message, exc.data)
         if response is not None:
             self.send(response)
 
@@ -384,22 +382,30 @@ class StdioConnection:
             close_stream(self.engine, stream)
             self._listens.pop(admission.listen_id, None)
 
-    def _initialize(self, params: dict[str, Any], request_id: Any) -> None:
-        try:
-            p = load(INITIALIZE_PARAMS, params, INITIALIZE)
-        except MCPError as exc:
-            self.send(error_body(request_id, exc.code, exc.message))
-            return
+    async def _initialize(self, message: dict[str, Any], size: int) -> None:
+        """``initialize``: answered by the engine, as over HTTP; it replaces the pipe's
+        session once admitted."""
         versions = [v for v in LEGACY_VERSIONS if v in self.options.protocol_versions]
-        version = self.server.negotiate_version(p["protocolVersion"], versions)
-        if self.session is not None:
-            self.session.notifier = None
-        self.session = Session("stdio", version, params.get("clientInfo"),
-                               params.get("capabilities"), jsonio.count_values(params))
-        self.session.principal = self.principal
-        self.session.notifier = self._session_notify
-        self.send({"jsonrpc": "2.0", "id": request_id,
-                   "result": self.engine.initialize_result(version)})
+
+        async def open_session(version: str, params: dict[str, Any]) -> Session:
+            if self.session is not None:
+                self.session.notifier = None
+            session = Session("stdio", version, params.get("clientInfo"),
+                              params.get("capabilities"), jsonio.count_values(params))
+            session.principal = self.principal
+            session.notifier = self._session_notify
+            self.session = session
+            return session
+
+        try:
+            response, _ = await self.engine.lifecycle.initialize(
+                message, versions=versions, principal=self.principal, size=size,
+                open_session=open_session)
+        except Refused as exc:
+            if exc.refusal is not None:
+                self.engine.count_refusal(exc.refusal)
+            response = error_body(message.get("id"), exc.code, exc.message, exc.data)
+        self.send(response)
 
     async def close(self) -> None:
         """End of input, stdio's SIGTERM: the client can answer nothing more, so the

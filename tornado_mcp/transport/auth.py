@@ -13,10 +13,11 @@ import tornado.web
 
 from ..auth.dpop import HEADER_DPOP_NONCE
 from ..auth.resource import OAuthResource
-from ..protocol import HEADER_RETRY_AFTER, HEADER_WWW_AUTHENTICATE, INVALID_REQUEST, jsonio
-from ..protocol.auth_errors import RETRY_AFTER_BUSY, AuthError
+from ..protocol import HEADER_WWW_AUTHENTICATE, INVALID_REQUEST, Refusal, jsonio
+from ..protocol.auth_errors import AuthError
+from . import wire
 from .gate import authenticate
-from .reply import Reply
+from .wire import Reply
 
 if TYPE_CHECKING:
     from .exchange import Exchange
@@ -24,30 +25,36 @@ if TYPE_CHECKING:
 log = logging.getLogger("tornado_mcp.auth")
 
 
-def refuse(h: Exchange, exc: AuthError) -> None:
-    """Answer ``h`` with the refusal: its status, a JSON-RPC error and, on an OAuth
-    resource, the ``WWW-Authenticate`` challenge. Counted under ``exc.kind``."""
-    h.write_reply(Reply(exc.status, INVALID_REQUEST, exc.message, exc.request_id,
-                        refusal=exc.kind))
+def refusal(h: Exchange, exc: AuthError) -> Reply:
+    """The answer to the authentication refusal ``exc``: its status (the wire map's), a
+    JSON-RPC error and, on an OAuth resource, the ``WWW-Authenticate`` challenge (with the
+    DPoP nonce a retry needs); ``Retry-After`` for a token that could not be judged."""
+    status = wire.auth_status(exc)
+    extra = wire.auth_headers(exc)
     oauth = h.transport.oauth
-    if exc.status == 503:  # not judged: try again soon, the same token
-        h.set_header(HEADER_RETRY_AFTER, str(RETRY_AFTER_BUSY))
-    elif oauth is not None:
-        h.set_header(HEADER_WWW_AUTHENTICATE, oauth.challenge(h.request, h.request.path, exc))
-        if oauth.dpop is not None and oauth.dpop.nonces:  # the nonce a retry needs
-            h.set_header(HEADER_DPOP_NONCE, oauth.dpop.nonce())
-    log.info("%d %s %s (%s): %s", exc.status, h.request.method, h.request.path,
+    if oauth is not None and exc.kind is not Refusal.AUTH_UNAVAILABLE:
+        extra[HEADER_WWW_AUTHENTICATE] = oauth.challenge(h.request, h.request.path, exc)
+        if oauth.dpop is not None and oauth.dpop.nonces:
+            extra[HEADER_DPOP_NONCE] = oauth.dpop.nonce()
+    log.info("%d %s %s (%s): %s", status, h.request.method, h.request.path,
              h.request.remote_ip, exc.description)
+    return Reply(status, INVALID_REQUEST, exc.message, exc.request_id, refusal=exc.kind,
+                 headers=extra)
+
+
+def refuse(h: Exchange, exc: AuthError) -> None:
+    """Answer ``h`` with the refusal ``exc`` now (see :func:`refusal`)."""
+    h.write_reply(refusal(h, exc))
     h.finish()
 
 
 async def authenticate_request(h: Exchange) -> None:
     """Establish ``h.principal`` (from its ``get_principal``, the transport's hook or a
-    bearer token), or answer the request with the refusal."""
+    bearer token), or refuse the request before its body is read."""
     try:
         h.principal = await authenticate(h)
     except AuthError as exc:
-        refuse(h, exc)
+        h.refuse_early(refusal(h, exc))
 
 
 class ProtectedResourceMetadataHandler(tornado.web.RequestHandler):

@@ -1,16 +1,19 @@
-"""The HTTP server's ``body_timeout``, kept by the endpoint at no cost per request.
+"""``body_timeout``: a request body must arrive whole within it, kept by the endpoint at
+no cost per request.
 
-Tornado enforces an ``HTTPServer``'s ``body_timeout`` by arming a timer for every request
+Tornado keeps an ``HTTPServer``'s ``body_timeout`` by arming a timer for every request
 body and running the body read as a task of its own to race it: about 150,000
-instructions a request.  The MCP endpoint takes the bound over for its own requests: it
-turns Tornado's timer off for the request (``set_body_timeout(None)``, before the body is
-read), notes the request among the bodies still arriving with its deadline, and forgets it
-as soon as the body is complete.  One sweep per transport, every quarter of the shortest
-bound seen (at most every second), closes the connection of any body still arriving past
-its deadline and lets go of what it had read, as Tornado does.  A body that trickles, or
+instructions a request.  The endpoint keeps its own bound instead, the live option
+``body_timeout``: each POST is noted among the bodies still arriving with its deadline,
+and forgotten as soon as its body is complete.  One sweep per transport, every quarter of
+the shortest bound seen (at most every second), closes the connection of any body still
+arriving past its deadline and lets go of what it had read.  A body that trickles, or
 stops, is cut off between ``body_timeout`` and ``body_timeout`` plus a quarter of it (at
-most one second) after its headers arrived.  Other routes of the application keep
-Tornado's own timer.
+most one second) after its headers arrived, logged as Tornado logs its own.
+
+The servers this library starts keep the bound this way (``--body-timeout``, 60 s); an
+application that mounts the endpoint sets the option, or its ``HTTPServer``'s own
+``body_timeout`` (then Tornado's timer runs, for every route, at its cost), or both.
 """
 
 from __future__ import annotations
@@ -19,11 +22,13 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from tornado.http1connection import HTTP1Connection
 from tornado.ioloop import IOLoop
+
+from . import seams
 
 if TYPE_CHECKING:
     from .exchange import Exchange
+    from .flow import RequestFlow
 
 log = logging.getLogger("tornado_mcp.transport")
 
@@ -46,8 +51,8 @@ class BodyDeadlines:
     __slots__ = ("_arriving", "_handle", "_loop", "_shortest")
 
     def __init__(self) -> None:
-        #: Handler -> the monotonic time by which its body must be complete.
-        self._arriving: dict[Exchange, float] = {}
+        #: Exchange -> the monotonic time by which its body must be complete.
+        self._arriving: dict[RequestFlow, float] = {}
         self._loop: IOLoop | None = None
         self._handle: object | None = None
         #: The shortest bound seen, which paces the sweep.
@@ -56,26 +61,20 @@ class BodyDeadlines:
     def __len__(self) -> int:
         return len(self._arriving)
 
-    def take_over(self, handler: Exchange) -> None:
-        """Keep the HTTP server's ``body_timeout`` for ``handler``'s request (called
-        before its body is read) instead of Tornado's per-request timer: that timer is
-        turned off, and the body must be complete within the bound it would have kept.
-        (Written flat: this runs for every request.)"""
-        connection = handler.request.connection
-        if not isinstance(connection, HTTP1Connection):
-            return
-        timeout: float | None = connection._body_timeout
+    def arriving(self, exchange: RequestFlow, timeout: float | None) -> None:
+        """``exchange``'s body is about to be read: it must be complete within
+        ``timeout`` seconds (``None``: no bound).  (Written flat: this runs for every
+        request.)"""
         if timeout is None:
             return
-        connection.set_body_timeout(None)  # type: ignore[arg-type]
-        self._arriving[handler] = time.monotonic() + timeout
+        self._arriving[exchange] = time.monotonic() + timeout
         if self._shortest is None or timeout < self._shortest:
             self._shortest = timeout
             self._reschedule()
 
-    def complete(self, handler: Exchange) -> None:
-        """``handler``'s body is complete, or no longer read (refused, disconnected)."""
-        self._arriving.pop(handler, None)
+    def complete(self, exchange: Exchange | RequestFlow) -> None:
+        """``exchange``'s body is complete, or no longer read (refused, disconnected)."""
+        self._arriving.pop(exchange, None)  # type: ignore[arg-type]
 
     def start(self, loop: IOLoop) -> None:
         """Begin sweeping on ``loop`` (the transport calls it on its first request)."""
@@ -111,20 +110,20 @@ class BodyDeadlines:
         how many were cut off."""
         if not self._arriving:
             return 0
-        late = [h for h, deadline in self._arriving.items() if now >= deadline]
-        for handler in late:
-            self._arriving.pop(handler, None)
+        late = [x for x, deadline in self._arriving.items() if now >= deadline]
+        for exchange in late:
+            self._arriving.pop(exchange, None)
+            request = exchange.request
             log.info("Timeout reading body from %s (%s %s): connection closed",
-                     handler.request.remote_ip, handler.request.method, handler.request.uri)
-            cut_off(handler)
+                     request.remote_ip, request.method, request.uri)
+            cut_off(exchange)
         return len(late)
 
 
-def cut_off(handler: Exchange) -> None:
-    """Close the connection of a body still arriving past its deadline (Tornado then never
-    calls the handler's method) and keep nothing of it."""
-    handler.take_body()  # and dropped
-    handler.transport.detach(handler)
-    connection = handler.request.connection
-    if isinstance(connection, HTTP1Connection):
-        connection.close()
+def cut_off(exchange: RequestFlow) -> None:
+    """Close the connection of a body still arriving past its deadline (no method will
+    run for it) and keep nothing of it."""
+    exchange.take_body()  # and dropped
+    exchange.deadline_met()
+    exchange.transport.detach(exchange)
+    seams.close(exchange.request.connection)

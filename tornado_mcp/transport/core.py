@@ -37,16 +37,15 @@ from ..server.session import Session
 from ..tasks.store import TaskStore
 from .auth import ProtectedResourceMetadataHandler
 from .body_deadline import BodyDeadlines
-from .direct import endpoint_rules
 from .event_store import EventStore, MemoryEventStore
 from .exchange import Authenticate, ClusterMember, Exchange
+from .fast import FastRoute
 from .handler import MCPHandler
 from .health import probe_routes
 from .linger import linger_close
 from .resume import Resumption
 from .security import RebindingGuard
 from .snapshot import take_snapshot
-from .sse import frame
 
 #: How often idle sessions are looked for, in milliseconds.
 REAP_INTERVAL_MS = 5000
@@ -105,7 +104,7 @@ class Transport:
         self._loop_thread: int | None = None
         self._reaper: PeriodicCallback | None = None
         self._handlers: set[Exchange] = set()
-        #: Request bodies still arriving, held to the HTTP server's ``body_timeout``.
+        #: Request bodies still arriving, held to ``body_timeout``.
         self.bodies = BodyDeadlines()
         self._lingering: set[asyncio.Future[None]] = set()
         #: The cluster this transport belongs to (set by :meth:`Cluster.start`), or None.
@@ -115,22 +114,34 @@ class Transport:
         server.add_sink(self)
 
     # -- mounting ---------------------------------------------------------------------------
-    def routes(self, path: str = "/mcp", handler: type[MCPHandler] = MCPHandler
-               ) -> list[tuple[Any, ...]]:
+    def routes(self, path: str = "/mcp", handler: type[MCPHandler] = MCPHandler, *,
+               fast: bool = False) -> list[tuple[Any, ...]]:
         """URL rules for ``tornado.web.Application`` serving MCP at ``path`` (and, for an
         OAuth resource, its RFC 9728 metadata at the well-known path for ``path``).
-        ``handler``: a subclass of :class:`MCPHandler` (one overriding ``get_principal``),
-        served as :func:`~tornado_mcp.transport.direct.endpoint_rules` says."""
-        rules = endpoint_rules(path, handler, {"transport": self})
+
+        The endpoint is ``handler`` (:class:`MCPHandler`, or a subclass: one overriding
+        ``get_principal`` to use the application's login, say), an ordinary handler of the
+        application: its settings, transforms, ``log_function`` and instrumentation see
+        every MCP request.  ``fast=True`` serves it on the fast path instead
+        (:mod:`~tornado_mcp.transport.fast`), which skips those, for an application that
+        wants the speed more; an endpoint that needs the ``RequestHandler`` API (a
+        ``handler`` of its own, an ``authenticate=`` hook) keeps the ordinary rule.
+        """
+        kwargs = {"transport": self}
+        rules: list[tuple[Any, ...]] = []
+        if fast and handler is MCPHandler and self.authenticate is None:
+            rules.append((path, FastRoute(self)))
+        rules.append((path, handler, kwargs))
         if self.oauth is not None:
             rules.append((self.oauth.metadata_path(path), ProtectedResourceMetadataHandler,
                           {"oauth": self.oauth, "path": path}))
         return rules
 
     def mount(self, app: tornado.web.Application, path: str = "/mcp",
-              host_pattern: str = r".*") -> None:
-        """Add the MCP endpoint to an existing application."""
-        app.add_handlers(host_pattern, self.routes(path))
+              host_pattern: str = r".*", handler: type[MCPHandler] = MCPHandler, *,
+              fast: bool = False) -> None:
+        """Add the MCP endpoint to an existing application (see :meth:`routes`)."""
+        app.add_handlers(host_pattern, self.routes(path, handler, fast=fast))
 
     # -- for the handlers --------------------------------------------------------------------
     def attach(self, handler: Exchange) -> None:
@@ -141,14 +152,14 @@ class Transport:
         self._handlers.add(handler)
 
     def detach(self, handler: Exchange) -> None:
-        """The request is over, or no longer ours to cancel."""
+        """The request is over, or no longer ours to cancel (its body deadline, if it had
+        one, is its own to let go of: :meth:`BodyDeadlines.complete`)."""
         self._handlers.discard(handler)
-        self.bodies.complete(handler)
 
-    def linger(self, stream: IOStream, response: bytes) -> None:
-        """Answer on a connection taken from Tornado, then close it without a reset
+    def linger(self, stream: IOStream) -> None:
+        """Close a connection taken from Tornado once its answer is sent, without a reset
         (see :mod:`~tornado_mcp.transport.linger`); :meth:`close` ends what is left."""
-        task = asyncio.ensure_future(linger_close(stream, response))
+        task = asyncio.ensure_future(linger_close(stream))
         self._lingering.add(task)
         task.add_done_callback(self._lingering.discard)
 
@@ -240,8 +251,8 @@ class Transport:
     def _publish_now(self, method: str, params: dict[str, Any] | None) -> int:
         delivered = self.hub.publish(method, params)
         if method in LIST_CHANGED:
-            data = frame({"jsonrpc": "2.0", "method": method,
-                          **({"params": params} if params else {})})
+            data = jsonio.dumps({"jsonrpc": "2.0", "method": method,
+                                 **({"params": params} if params else {})})
             key = change_key(method, params)
             for session in self.sessions:
                 channel = session.get_channel
@@ -261,7 +272,7 @@ class Transport:
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = params
-        return channel.send(frame(message), change_key(method, params))
+        return channel.send(jsonio.dumps(message), change_key(method, params))
 
     def _session_removed(self, session: Session) -> None:
         """The HTTP side of a session's end (the engine cancels its work)."""

@@ -28,7 +28,7 @@ from ..protocol import (
     HEADER_SESSION_ID,
     INVALID_REQUEST,
 )
-from .reply import Reply
+from .wire import Reply
 
 if TYPE_CHECKING:
     from .exchange import Exchange

@@ -1,12 +1,16 @@
 """The transport's interfaces: what its parts use of one another, as Protocols.
 
-One HTTP request is an :class:`Exchange` (the :class:`~tornado_mcp.transport.handler.MCPHandler`
-serving it) on an :class:`Endpoint` (the :class:`~tornado_mcp.transport.core.Transport` it
-belongs to).  The era modules (:mod:`.router`, :mod:`.legacy`, :mod:`.modern`, ...) are
-written against these, not against the classes, so the handler and the transport can
-import them at run time without either being imported back: the way ``tornado.httputil``
-declares ``HTTPConnection`` and ``HTTPServerConnectionDelegate`` so that ``web``,
-``http1connection`` and ``httpserver`` never import each other.
+One HTTP request is an :class:`Exchange` on an :class:`Endpoint` (the
+:class:`~tornado_mcp.transport.core.Transport` it belongs to).  An exchange has two
+implementations: :class:`~tornado_mcp.transport.handler.MCPHandler`, an ordinary Tornado
+``RequestHandler`` (what an application that mounts the endpoint gets), and
+:class:`~tornado_mcp.transport.fast.FastExchange`, an ``HTTPMessageDelegate`` answering
+through ``HTTPConnection`` (the fast path of the library's own servers).  The era modules
+(:mod:`.router`, :mod:`.legacy`, :mod:`.modern`, ...) are written against these, so both
+implementations and the transport can import them at run time without being imported
+back: the way ``tornado.httputil`` declares ``HTTPConnection`` and
+``HTTPServerConnectionDelegate`` so that ``web``, ``http1connection`` and ``httpserver``
+never import each other.
 
 This module imports only what lies below the transport's own modules (SSE, the event
 store, the engine, the server, the wire); where the interfaces need a type defined by a
@@ -37,9 +41,9 @@ from ..server.server import Server
 from ..server.session import Session, SessionStore
 from ..tasks.manager import TaskManager
 from .event_store import EventStore
-from .reply import Reply
 from .security import RebindingGuard
 from .sse import SSEChannel
+from .wire import Reply
 
 #: The host app's authentication hook (see :mod:`tornado_mcp.auth`).
 Authenticate = Callable[[tornado.web.RequestHandler],
@@ -122,9 +126,9 @@ class BodyDeadlinesLike(Protocol):
     """The transport's sweep over request bodies still arriving (a
     :class:`~tornado_mcp.transport.body_deadline.BodyDeadlines`)."""
 
-    def take_over(self, handler: Exchange) -> None: ...
+    def arriving(self, exchange: Any, timeout: float | None) -> None: ...
 
-    def complete(self, handler: Exchange) -> None: ...
+    def complete(self, exchange: Any) -> None: ...
 
 
 class Endpoint(Protocol):
@@ -164,7 +168,7 @@ class Endpoint(Protocol):
 
     def detach(self, handler: Exchange) -> None: ...
 
-    def linger(self, stream: IOStream, response: bytes) -> None: ...
+    def linger(self, stream: IOStream) -> None: ...
 
     def count_refusal(self, kind: Refusal) -> None: ...
 
@@ -181,9 +185,10 @@ class Endpoint(Protocol):
 
 
 class Exchange(Protocol):
-    """What the era modules use of the :class:`~tornado_mcp.transport.handler.MCPHandler`
-    serving one HTTP request: its request, what authentication established, and the ways
-    to answer (a few of them Tornado's ``RequestHandler`` methods)."""
+    """What the era modules use of one HTTP request being served: the request, what
+    authentication established, and the ways to answer (the last six are
+    ``RequestHandler``'s response methods, which the fast path implements over
+    ``HTTPConnection``)."""
 
     transport: Endpoint
     request: HTTPServerRequest
@@ -208,11 +213,15 @@ class Exchange(Protocol):
 
     def open_channel(self, keepalive: Callable[[], float | None]) -> SSEChannel: ...
 
+    async def stream(self, channel: SSEChannel) -> None: ...
+
     def drop_channel(self) -> None: ...
 
     def cancel_request(self) -> None: ...
 
     def write_reply(self, reply: Reply) -> None: ...
+
+    def refuse_early(self, reply: Reply) -> None: ...
 
     def send_json(self, status: int, message: Any,
                   extra_headers: dict[str, str] | None = None) -> None: ...

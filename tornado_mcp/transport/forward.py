@@ -48,7 +48,7 @@ from tornado.tcpclient import TCPClient
 
 from ..introspection import ProcessInfo
 from ..protocol import INTERNAL_ERROR, INVALID_REQUEST, Refusal
-from .reply import Reply
+from .wire import Reply
 
 if TYPE_CHECKING:
     from .exchange import Exchange

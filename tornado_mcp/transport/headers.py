@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from tornado.httputil import HTTPHeaders
 
 from ..protocol import HEADER_MISMATCH, INVALID_REQUEST
-from .reply import Reply
+from .wire import Reply
 
 T = TypeVar("T")
 

@@ -3,16 +3,15 @@ named by ``Mcp-Session-Id``; POST carries requests, notifications, responses to 
 server's own requests and (2025-03-26 only) batches; GET opens the session's stream of
 server-initiated messages; DELETE ends the session.
 
-Each function serves one request on the :class:`~.handler.MCPHandler` it is given and
-answers a refusal by raising :class:`~.jsonrpc.Reply`.
+Each function serves one request on the exchange it is given (:mod:`.exchange`) and
+answers a refusal by raising :class:`~.wire.Reply`; ``initialize`` itself is the
+engine's (:meth:`Lifecycle.initialize <tornado_mcp.engine.lifecycle.Lifecycle.initialize>`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..engine.engine import auth_error_body
-from ..options import MAX_INITIALIZE_PARAMS_VALUES
 from ..protocol import (
     BATCHING_VERSION,
     DEFAULT_LEGACY_VERSION,
@@ -29,19 +28,17 @@ from ..protocol import (
     MODERN_VERSIONS,
     SERVER_DISCOVER,
     Refusal,
-    jsonio,
 )
 from ..protocol.auth_errors import AuthError
-from ..protocol.errors import MCPError
-from ..protocol.shapes import INITIALIZE_PARAMS, load
-from ..server.server import without_change_flags
+from ..protocol.errors import Refused
+from ..protocol.jsonrpc import Kind, classify, error_body, safe_id, valid_id
 from ..server.session import Session
-from . import headers
+from . import headers, wire
 from .forward import forward
 from .gate import same_caller
-from .reply import Kind, Reply, classify, error_body, safe_id, valid_id
-from .request import around_initialize, dispatch, run_request
+from .request import dispatch, run_request
 from .resume import resume
+from .wire import Reply
 
 if TYPE_CHECKING:
     from .exchange import Exchange
@@ -93,12 +90,12 @@ async def post(h: Exchange, message: Any, header: str | None, body: bytes) -> No
     session = None if opts.stateless else await session_from_header(h, body)
     check_version(h)
     kind = classify(message)
-    engine = h.transport.engine
+    lifecycle = h.transport.engine.lifecycle
     if kind is Kind.NOTIFICATION:
-        engine.client_notification(method, params, session)
+        lifecycle.client_notification(method, params, session)
         h.accepted()
     elif kind is Kind.RESPONSE:
-        engine.client_response(message, session)
+        lifecycle.client_response(message, session)
         h.accepted()
     elif kind is Kind.REQUEST:
         if session is not None and valid_id(request_id) and request_id in session.in_flight:
@@ -122,13 +119,13 @@ async def _batch(h: Exchange, batch: list[Any], body: bytes) -> None:
     stream = h.request_stream()
     stream.json_only = True
     responses = []
-    engine = h.transport.engine
+    lifecycle = h.transport.engine.lifecycle
     for m in batch:
         kind = classify(m)
         if kind is Kind.NOTIFICATION:
-            engine.client_notification(m.get("method"), m.get("params"), session)
+            lifecycle.client_notification(m.get("method"), m.get("params"), session)
         elif kind is Kind.RESPONSE:
-            engine.client_response(m, session)
+            lifecycle.client_response(m, session)
         elif kind is Kind.REQUEST:
             rid = m.get("id")
             if session is not None and valid_id(rid) and rid in session.in_flight:
@@ -136,9 +133,11 @@ async def _batch(h: Exchange, batch: list[Any], body: bytes) -> None:
                 continue
             try:
                 reply = await dispatch(stream, m, session, None)
-            except AuthError as exc:  # this call lacks a scope: its own error, not the batch's
-                h.transport.count_refusal(exc.kind)
-                responses.append(auth_error_body(rid, exc))
+            except (AuthError, Refused) as exc:  # this call's own error, not the batch's
+                refusal = exc.kind if isinstance(exc, AuthError) else exc.refusal
+                if refusal is not None:
+                    h.transport.count_refusal(refusal)
+                responses.append(wire.in_band(exc, rid))
                 continue
             if reply is not None:  # a cancelled request is not answered
                 responses.append(reply)
@@ -151,21 +150,12 @@ async def _batch(h: Exchange, batch: list[Any], body: bytes) -> None:
 
 
 async def _initialize(h: Exchange, message: dict[str, Any], body: bytes) -> None:
+    """``initialize``: answered by the engine, which opens the session through the
+    transport once the request passed its bounds and the middleware."""
     t = h.transport
     opts = t.options
     request_id = message.get("id")
-    params = message.get("params")
     if not opts.stateless:
-        bound = opts.max_initialize_request_bytes
-        if bound is not None and len(body) > bound:
-            raise Reply(413, INVALID_REQUEST,
-                        f"Payload too large: initialize request body exceeds {bound} bytes",
-                        safe_id(request_id), refusal=Refusal.MAX_INITIALIZE_REQUEST_BYTES)
-        if jsonio.count_values_exceeds(params, MAX_INITIALIZE_PARAMS_VALUES):
-            raise Reply(413, INVALID_REQUEST,
-                        "Payload too large: initialize request params exceed "
-                        f"{MAX_INITIALIZE_PARAMS_VALUES} JSON values",
-                        safe_id(request_id), refusal=Refusal.INITIALIZE_PARAMS_VALUES)
         existing = h.request.headers.get(HEADER_SESSION_ID)
         if existing:
             if t.sessions.get(existing.strip()) is not None:
@@ -175,37 +165,19 @@ async def _initialize(h: Exchange, message: dict[str, Any], body: bytes) -> None
     if "id" not in message:
         h.accepted()  # an initialize notification: nothing to answer, nothing kept
         return
-    if message.get("jsonrpc") != "2.0" or not valid_id(request_id):
-        h.send_json(200, error_body(safe_id(request_id), INVALID_REQUEST, "Invalid Request"))
-        return
+
+    async def open_session(version: str, params: dict[str, Any]) -> Session | None:
+        reserved = await t.reserve("sessions")  # cluster-wide limits: a place in Redis
+        return t.open_session(version, params, h.principal) if reserved else None
+
     try:
-        p = load(INITIALIZE_PARAMS, params, INITIALIZE)
-    except MCPError as exc:
-        h.send_json(200, error_body(request_id, exc.code, exc.message))
-        return
-    version = t.server.negotiate_version(p["protocolVersion"], opts.protocol_versions)
-    answer = t.engine.initialize_result(version)
-    if opts.stateless:
-        # No session, no GET stream: nothing could carry list changes or resource
-        # updates, so they are not advertised.
-        answer["capabilities"] = without_change_flags(answer["capabilities"])
-    result = {"jsonrpc": "2.0", "id": request_id, "result": answer}
-    if t.middleware.active(opts):
-        answered = await around_initialize(h, message, result)
-        if answered is None:  # refused, and answered
-            return
-        result = answered
-    if opts.stateless:
-        h.send_json(200, result)
-        return
-    assert isinstance(params, dict)  # the schema above guarantees it
-    reserved = await t.reserve("sessions")  # cluster-wide limits: a place in Redis
-    session = t.open_session(version, params, h.principal) if reserved else None
-    if session is None:
-        raise Reply(503, INTERNAL_ERROR, "Service unavailable: maximum concurrent sessions "
-                                         f"({opts.max_sessions}) reached",
-                    refusal=Refusal.MAX_SESSIONS)
-    h.send_json(200, result, {HEADER_SESSION_ID: session.id})
+        response, session = await t.engine.lifecycle.initialize(
+            message, versions=opts.protocol_versions, principal=h.principal, facts=h.request,
+            size=len(body), stateless=opts.stateless, open_session=open_session)
+    except Refused as exc:
+        raise wire.refused(exc, request_id) from None
+    h.send_json(200, response, {HEADER_SESSION_ID: session.id} if session is not None
+                else None)
 
 
 # -- GET and DELETE ------------------------------------------------------------------------
@@ -228,7 +200,7 @@ async def get(h: Exchange) -> None:
     h.on_disconnect = channel.abort
     channel.start()
     try:
-        await channel.done
+        await h.stream(channel)
     finally:
         if session.get_channel is channel:
             session.get_channel = None
@@ -278,8 +250,8 @@ async def session_from_header(h: Exchange, body: bytes | None = None) -> Session
     if session.principal is not h.principal and not same_caller(session.principal, h.principal):
         # Another caller's session is, for this caller, no session at all: 404, not 403,
         # so a guessed or stolen id reveals nothing (MCP security best practices).
-        raise Reply(404, INVALID_REQUEST, "Session not found",
-                    refusal=Refusal.AUTH_SESSION_MISMATCH)
+        raise wire.bound_refused(Refusal.AUTH_SESSION_MISMATCH, INVALID_REQUEST,
+                                 "Session not found")
     session.touch()  # whatever the session sends keeps it alive
     return session
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..engine.listen import admit, close_stream, listen_cap_reached, open_stream
+from ..engine.listen import admit, answer_id, close_stream, listen_cap_reached, open_stream
+from ..protocol.errors import MCPError
+from . import wire
 
 if TYPE_CHECKING:
     from .exchange import Exchange
@@ -18,11 +20,14 @@ if TYPE_CHECKING:
 
 async def listen(h: Exchange, message: dict[str, Any], params: dict[str, Any]) -> None:
     t = h.transport
-    admission = admit(t.engine, message, params, h.principal)
     opts = t.options
-    cap = opts.max_listen_subscriptions
-    if cap is not None and not await t.reserve("listen_streams"):  # cluster-wide, in Redis
-        raise listen_cap_reached(admission.listen_id, cap)
+    try:
+        admission = admit(t.engine, message, params, h.principal)
+        cap = opts.max_listen_subscriptions
+        if cap is not None and not await t.reserve("listen_streams"):  # cluster-wide
+            raise listen_cap_reached(cap)
+    except MCPError as exc:  # a bad request, or refused by a bound: the wire map answers
+        raise wire.failed(exc, answer_id(message), modern=True) from None
     channel = h.open_channel(lambda: opts.listen_keepalive_interval)
     stream = open_stream(t.engine, admission, channel)
     if stream is None:
@@ -35,6 +40,6 @@ async def listen(h: Exchange, message: dict[str, Any], params: dict[str, Any]) -
 
     h.on_disconnect = disconnected
     try:
-        await channel.done
+        await h.stream(channel)
     finally:
         close_stream(t.engine, stream)

@@ -3,7 +3,8 @@
 No session: the request's ``_meta`` envelope carries the protocol version, the client's
 capabilities and info.  The routing headers (``MCP-Protocol-Version``, ``Mcp-Method``,
 ``Mcp-Name``, ``Mcp-Param-*``) must agree with the body.  Errors are answered with the
-status ladder: -32601 is 404, the request's own faults are 400, anything else 200.
+status ladder (:func:`.wire.answer_status`): -32601 is 404, the request's own faults are
+400, anything else 200.
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ from ..protocol import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     META_VERSION,
-    METHOD_NOT_FOUND,
-    MODERN_BAD_REQUEST_CODES,
     NAME_BEARING,
     SUBSCRIPTIONS_LISTEN,
     TOOLS_CALL,
@@ -27,25 +26,18 @@ from ..protocol import (
 )
 from ..protocol import HEADER_MISMATCH as MISMATCH
 from ..protocol.errors import MCPError
+from ..protocol.jsonrpc import Kind, classify, safe_id
 from ..protocol.shapes import ENVELOPE, load
 from . import headers
 from .legacy import is_initialize
 from .listen import listen
-from .reply import Kind, Reply, classify, safe_id
 from .request import run_request
+from .wire import Reply
 
 if TYPE_CHECKING:
     from .exchange import Exchange
 
 SINGLE_OBJECT = "Invalid Request: JSON-RPC body must be a single request object"
-
-
-def http_status(response: dict[str, Any]) -> int:
-    """The status ladder for an error response."""
-    code = response["error"]["code"]
-    if code == METHOD_NOT_FOUND:
-        return 404
-    return 400 if code in MODERN_BAD_REQUEST_CODES else 200
 
 
 async def post(h: Exchange, message: Any, header: str | None) -> None:
@@ -98,8 +90,7 @@ async def post(h: Exchange, message: Any, header: str | None) -> None:
     # Unknown, removed and capability-gated methods are -32601 from the server's own
     # check, which the status ladder answers with 404.
     h.on_disconnect = h.cancel_request  # closing the stream cancels the request
-    await run_request(h, message, None, json_only=False, envelope=envelope,
-                      status_of=http_status)
+    await run_request(h, message, None, json_only=False, envelope=envelope)
 
 
 def _check_routing_headers(h: Exchange, method: Any, params: dict[str, Any],

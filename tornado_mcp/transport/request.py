@@ -12,21 +12,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..engine.engine import RETRY_AFTER_SHUTDOWN_S, SHUTTING_DOWN
-from ..engine.middleware import Refused
 from ..options import MAX_REQUEST_NOTIFICATIONS
-from ..protocol import HEADER_RETRY_AFTER, INTERNAL_ERROR, RESOURCES_UPDATED
-from ..protocol.errors import MCPError, error_of
+from ..protocol import HEADER_RETRY_AFTER, INTERNAL_ERROR, RESOURCES_UPDATED, jsonio
+from ..protocol.errors import MCPError, Refused
+from ..protocol.jsonrpc import error_body
 from ..server.context_ref import HoldsContext
 from ..server.outbound import client_result, request_message
 from ..server.session import Session
 from ..server.sync_handlers import call_on_loop, worker_loop
-from .reply import error_body
+from . import wire
 from .resume import retry_ms
-from .sse import frame
 
 if TYPE_CHECKING:
     from .exchange import Exchange, RequestStreamLike, ResumableStreamLike
@@ -42,7 +40,7 @@ class RequestStream(HoldsContext):
     the session's GET stream once the response is complete.
     """
 
-    __slots__ = ("handler", "json_only", "notifications", "refused", "resumable")
+    __slots__ = ("handler", "json_only", "notifications", "resumable")
 
     def __init__(self, handler: Exchange) -> None:
         super().__init__()
@@ -51,8 +49,6 @@ class RequestStream(HoldsContext):
         self.notifications = 0
         #: This request's stream, once it opened as a resumable one.
         self.resumable: ResumableStreamLike | None = None
-        #: The middleware refusal that answered the last request, if one did.
-        self.refused: Refused | None = None
 
     def cancel(self) -> None:
         ctx = self.ctx
@@ -112,7 +108,7 @@ class RequestStream(HoldsContext):
         if channel is None:
             opts = h.transport.options
             channel = h.open_channel(lambda: opts.sse_keepalive_interval)
-        return channel.send(frame(message))
+        return channel.send(jsonio.dumps(message))
 
     @property
     def requests_unavailable(self) -> str | None:
@@ -141,7 +137,7 @@ class RequestStream(HoldsContext):
         session.pending[request_id] = fut
         sent = self.emit(message)
         if not sent and session.get_channel is not None:
-            sent = session.get_channel.send(frame(message))
+            sent = session.get_channel.send(jsonio.dumps(message))
         if not sent:
             session.pending.pop(request_id, None)
             raise MCPError(INTERNAL_ERROR, f"No active stream for {method} request")
@@ -169,51 +165,52 @@ class RequestStream(HoldsContext):
 
 
 async def run_request(h: Exchange, message: dict[str, Any], session: Session | None,
-                      json_only: bool, envelope: dict[str, Any] | None = None,
-                      status_of: Callable[[dict[str, Any]], int] | None = None) -> None:
+                      json_only: bool, envelope: dict[str, Any] | None = None) -> None:
     """Dispatch ``message`` and write its response.
 
     ``json_only``: answer with plain JSON, never SSE.  ``envelope``: the validated
-    2026-07-28 ``_meta`` (the request is modern, answered as JSON unless it streamed),
-    with ``status_of`` choosing the HTTP status of an error response.
+    2026-07-28 ``_meta`` (the request is modern, answered as JSON unless it streamed, an
+    error with the era's status).  A refusal is answered through the wire map: with its
+    status when the request is answered on its own, else as the stream's last event.
     """
     stream = h.request_stream()
     stream.json_only = json_only
     if h.on_disconnect is None:
         # Legacy era: see RequestStream.disconnected.
         h.on_disconnect = stream.disconnected
-    response = await h.transport.engine.dispatch(message, stream, session=session,
-                                                 envelope=envelope, principal=h.principal,
-                                                 facts=h.request)  # as dispatch() below
+    modern = envelope is not None
+    try:
+        response = await h.transport.engine.dispatch(
+            message, stream, session=session, envelope=envelope, principal=h.principal,
+            facts=h.request)
+    except Refused as exc:
+        if h.channel is None and stream.resumable is None:
+            raise wire.refused(exc, message.get("id")) from None
+        if exc.refusal is not None:  # the response began: the refusal is its last event
+            h.transport.count_refusal(exc.refusal)
+        response = wire.in_band(exc, message.get("id"))
     rs = stream.resumable
     if rs is not None:
         own = h.channel if rs.channel is h.channel else None
         rs.finish(response)  # on this connection, a resumed one, or only in the store
         if own is not None:
-            await own.done
+            await h.stream(own)
         return
     if h.done:
         return
-    modern = envelope is not None
     if response is None and modern and h.transport.closing and h.channel is None:
         h.send_json(503, error_body(message.get("id"), INTERNAL_ERROR, SHUTTING_DOWN),
                     {HEADER_RETRY_AFTER: str(RETRY_AFTER_SHUTDOWN_S)})
         return
     channel = h.channel
-    refused = stream.refused
-    if refused is not None and channel is None and response is not None:
-        h.send_json(refused.status, response, refused.headers)
-        return
     if channel is not None:  # the response ends the SSE stream the handler opened
-        channel.close(frame(response) if response is not None else None)
-        await channel.done
+        channel.close(jsonio.dumps(response) if response is not None else None)
+        await h.stream(channel)
     elif json_only or modern:
         if response is None:  # cancelled: nothing more is written for it
             h.accepted()
         else:
-            status = status_of(response) if status_of is not None and "error" in response \
-                else 200
-            h.send_json(status, response)
+            h.send_json(wire.answer_status(response, modern), response)
     else:
         h.send_sse(response)
 
@@ -221,27 +218,9 @@ async def run_request(h: Exchange, message: dict[str, Any], session: Session | N
 async def dispatch(stream: RequestStreamLike, message: dict[str, Any], session: Session | None,
                    envelope: dict[str, Any] | None) -> dict[str, Any] | None:
     """The server's JSON-RPC response to ``message``, or ``None`` when it was cancelled:
-    the engine's one pipeline, with this HTTP request's caller and facts."""
+    the engine's one pipeline, with this HTTP request's caller and facts (a refusal is
+    raised, as :meth:`Engine.dispatch <tornado_mcp.engine.engine.Engine.dispatch>` does)."""
     h = stream.handler
     return await h.transport.engine.dispatch(message, stream, session=session,
                                              envelope=envelope, principal=h.principal,
                                              facts=h.request)
-
-
-async def around_initialize(h: Exchange, message: dict[str, Any],
-                            answer: dict[str, Any]) -> dict[str, Any] | None:
-    """Run the middleware around a legacy ``initialize`` whose response is ``answer``
-    (it opens no session before the chain let it through).  Returns the response to
-    send, or ``None`` when a refusal was already answered."""
-    request_id = message.get("id")
-    try:
-        result = await h.transport.engine.run_middleware_around(message, answer["result"],
-                                                               h.principal, h.request)
-        return {"jsonrpc": "2.0", "id": request_id, "result": result}
-    except Refused as exc:
-        h.send_json(exc.status, error_body(request_id, exc.code, exc.message, exc.data),
-                    exc.headers)
-    except Exception as exc:
-        h.send_json(200, {"jsonrpc": "2.0", "id": request_id,
-                          "error": error_of(exc, "middleware for initialize")})
-    return None

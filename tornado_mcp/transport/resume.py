@@ -30,11 +30,11 @@ import re
 import secrets
 from typing import TYPE_CHECKING, Any
 
-from ..protocol import INVALID_REQUEST, POLLING_VERSION
+from ..protocol import INVALID_REQUEST, POLLING_VERSION, jsonio
 from ..server.session import Session
 from .event_store import EventStore
-from .reply import Reply
 from .sse import SSEChannel, frame
+from .wire import Reply
 
 if TYPE_CHECKING:
     from .exchange import Endpoint, Exchange
@@ -87,14 +87,14 @@ class ResumableStream:
         """Keep ``message`` for resumption and write it to the live connection, if any."""
         if self.done:
             return False
-        seq, framed = self._event(frame(message))
+        seq, framed = self._event(frame(jsonio.dumps(message)))
         self._write(seq, framed)
         return True
 
     def _write(self, seq: int, framed: bytes) -> None:
         if self._backlog is not None:
             self._backlog.append((seq, framed))
-        elif self.channel is not None and not self.channel.send(framed):
+        elif self.channel is not None and not self.channel.send_frame(framed):
             self.channel = None  # the connection is gone; the store has the event
 
     def finish(self, response: dict[str, Any] | None) -> None:
@@ -112,7 +112,7 @@ class ResumableStream:
         channel = self.channel
         if channel is None or self.done or not self.polling:
             return False  # a client before 2025-11-25 would take the close as the end
-        channel.send(b"retry: %d\n\n" % retry)
+        channel.send_frame(b"retry: %d\n\n" % retry)
         self.channel = None
         channel.close()
         return True
@@ -211,14 +211,14 @@ async def resume(h: Exchange, session: Session, last_event_id: str) -> None:
     channel.start()
     upto = after
     for seq, framed in events:
-        channel.send(framed)
+        channel.send_frame(framed)
         upto = seq
     if rs is not None:
         rs.take_over(channel, upto)
     else:
         channel.close()  # its request was answered: the replay ends the stream
     try:
-        await channel.done
+        await h.stream(channel)
     finally:
         if rs is not None:
             rs.detach(channel)

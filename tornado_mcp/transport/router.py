@@ -20,7 +20,7 @@ from ..protocol import (
     jsonio,
 )
 from . import headers, legacy, modern
-from .reply import Reply
+from .wire import Reply
 
 if TYPE_CHECKING:
     from .exchange import Exchange
@@ -82,5 +82,13 @@ def log_id(message: Any) -> str | None:
         return None
     if not ids:
         return None
-    text = ",".join(jsonio.dumps(i).decode("utf-8", "replace") for i in ids)
+    text = ",".join(_shown(i) for i in ids)
     return text[:LOG_TEXT]
+
+
+def _shown(value: Any) -> str:
+    """An id as JSON, or (a value JSON cannot hold) its ``repr``: never raises."""
+    try:
+        return jsonio.dumps(value).decode("utf-8", "replace")
+    except (ValueError, TypeError):
+        return repr(value)[:LOG_TEXT]

@@ -1,20 +1,26 @@
-"""Server-Sent Events on a Tornado response, with a bounded outgoing queue.
+"""Server-Sent Events on a response, with a bounded outgoing queue.
 
-An :class:`SSEChannel` owns one open response.  :meth:`SSEChannel.send` never blocks and
-never holds a lock: when nothing is being flushed the frame is written at once; while a
-flush is under way frames wait in a queue of at most ``max_queue`` entries, and a consumer
-that stops reading long enough to fill it is disconnected, so it cannot slow anyone else or
-make the server hold more.  Idle channels get a keepalive comment every
-``keepalive()`` seconds, and a peer that has taken nothing for ``stall()`` seconds while
-data waits for it is disconnected too, so it frees its slot even when all it is sent are
-coalesced duplicates (both read each time, so a live change applies at once).
+An :class:`SSEChannel` owns one open response of either way of serving a request: it
+writes with ``write`` and ``flush``, and when the stream ends it tells the exchange
+(``stream_ended``), which finishes the response in the request's own task (see
+:meth:`~tornado_mcp.transport.flow.RequestFlow.stream`), so whatever wraps the request
+sees it end where it began.  :meth:`SSEChannel.send` frames one
+JSON-RPC message as an SSE event; it never blocks and never holds a lock: when nothing is
+being flushed the frame is written at once; while a flush is under way frames wait in a
+queue of at most ``max_queue`` entries, and a consumer that stops reading long enough to
+fill it is disconnected, so it cannot slow anyone else or make the server hold more.
+Idle channels get a keepalive comment every ``keepalive()`` seconds, and a peer that has
+taken nothing for ``stall()`` seconds while data waits for it is disconnected too, so it
+frees its slot even when all it is sent are coalesced duplicates (both read each time, so
+a live change applies at once).
 
 "Data waits" covers both places bytes can wait: a write of ours still pending, and bytes
 already handed to the kernel that the peer has not acknowledged.  The second matters
 because a kernel send buffer holds up to megabytes: a peer that stops reading a quiet
 stream never leaves a write of ours pending.  On Linux the channel reads the socket's
 unacknowledged byte count (``SIOCOUTQ``) on its timer, and counts the peer as progressing
-only while that backlog shrinks or empties; it drops a stalled peer between one and two
+only while what it acknowledged grows (the bytes the channel's completed flushes handed
+to the kernel, less that backlog); it drops a stalled peer between one and two
 ``stall()`` periods after it stopped reading.  Elsewhere only pending writes count.
 
 All methods must be called on the IOLoop's thread.
@@ -35,8 +41,8 @@ from typing import Any
 from tornado.ioloop import IOLoop
 from tornado.iostream import StreamClosedError
 
-from ..engine.listen_index import frame
 from ..protocol import Refusal
+from . import seams
 
 __all__ = ["KEEPALIVE_FRAME", "SSE_CONTENT_TYPE", "SSE_EXTRA_HEADERS", "SSE_HEADERS",
            "SSEChannel", "frame"]
@@ -71,14 +77,18 @@ SSE_HEADERS = (("Content-Type", SSE_CONTENT_TYPE), *SSE_EXTRA_HEADERS)
 KEEPALIVE_FRAME = b": ping\n\n"
 
 
+def frame(message: bytes) -> bytes:
+    """One SSE event carrying the encoded JSON-RPC message ``message``."""
+    return b"event: message\ndata: " + message + b"\n\n"
+
 
 class SSEChannel:
     """One open SSE response; see the module docstring."""
 
-    __slots__ = ("_acked", "_closing", "_flush_started", "_flushing", "_keepalive",
-                 "_max_queue", "_on_overflow", "_queue", "_queued_keys", "_stall", "_timer",
-                 "_timer_due", "_waiting_since", "closed",
-                 "coalesced", "done", "handler", "last_write")
+    __slots__ = ("_acked", "_closing", "_flush_started", "_flushing", "_in_flight",
+                 "_keepalive", "_max_queue", "_on_overflow", "_queue", "_queued_keys",
+                 "_stall", "_timer", "_timer_due", "_waiting_since", "_written", "closed",
+                 "coalesced", "done", "ended", "handler", "last_write")
 
     def __init__(self, handler: Any, max_queue: Callable[[], int],
                  keepalive: Callable[[], float | None] = lambda: None,
@@ -103,9 +113,16 @@ class SSEChannel:
         #: and since when it has waited with no more acknowledged (None: nothing waits).
         self._acked = 0
         self._waiting_since: float | None = None
+        #: Bytes handed to the kernel by completed flushes, and those of the flush under way.
+        self._written = 0
+        self._in_flight = 0
         self.closed = False
         self.last_write = time.monotonic()
-        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        #: Resolves when the stream has ended: nothing more will be sent on it.
+        self.ended: asyncio.Future[None] = loop.create_future()
+        #: Resolves when the response is over: finished and written, or dropped.
+        self.done: asyncio.Future[None] = loop.create_future()
         self._arm_timer()
 
     @property
@@ -116,14 +133,20 @@ class SSEChannel:
         """Send the status line and headers now, before any event."""
         self._write(b"")
 
-    def send(self, data: bytes, key: Any = None) -> bool:
-        """Queue or write one frame; False when the channel is closed or just overflowed.
+    def send(self, message: bytes, key: Any = None) -> bool:
+        """Queue or write one encoded JSON-RPC message as an event; False when the
+        channel is closed or just overflowed.
 
         ``key`` marks an idempotent notification (a list change, a resource update): while
         a frame with the same key is still waiting, another is redundant and is dropped, so
         a burst of changes costs a slow stream one frame per distinct change, not one per
         event.
         """
+        return self.send_frame(b"event: message\ndata: " + message + b"\n\n", key)
+
+    def send_frame(self, data: bytes, key: Any = None) -> bool:
+        """Queue or write one SSE frame as it is (an event with an id, a ``retry``, a
+        comment); see :meth:`send`."""
         if self.closed or self._closing:
             return False
         if self._flushing:
@@ -143,26 +166,37 @@ class SSEChannel:
         return not self.closed
 
     def close(self, final: bytes | None = None) -> None:
-        """End the response gracefully, after ``final`` and everything queued before it."""
+        """End the stream gracefully, after everything queued and ``final`` (an encoded
+        message): both are handed to the response at once (the queue is bounded, and this
+        is its end), and the exchange finishes it; :attr:`done` resolves once that is
+        written."""
         if self.closed or self._closing:
             return
-        if final is not None:
-            self.send(final)
         self._closing = True
-        if not self._flushing:
-            self._finish()
+        data = b"".join(self._queue)
+        if final is not None:
+            data += b"event: message\ndata: " + final + b"\n\n"
+        self._queue.clear()
+        self._queued_keys.clear()
+        if data:
+            with contextlib.suppress(RuntimeError):  # the response was finished under us
+                self.handler.write(data)
+        self._mark_closed(dropped=False)
+        self.handler.stream_ended(self)
 
     def abort(self) -> None:
         """Drop the connection now (the peer is gone, or too slow)."""
-        if self.closed:
+        if self.closed and self.done.done():
             return
         self._mark_closed()
-        try:
-            conn = self.handler.request.connection
-            if conn is not None:
-                conn.close()
-        except Exception:
-            pass
+        seams.close(self.handler.request.connection)
+
+    def finished(self, written: asyncio.Future[None]) -> None:
+        """The exchange finished the response: :attr:`done` once ``written`` is."""
+        def over(_: asyncio.Future[None]) -> None:
+            if not self.done.done():
+                self.done.set_result(None)
+        written.add_done_callback(over)
 
     # -- internals ------------------------------------------------------------------------
     def _write(self, data: bytes) -> None:
@@ -174,6 +208,7 @@ class SSEChannel:
             self._mark_closed()
             return
         self._flushing = True
+        self._in_flight = len(data)
         self.last_write = self._flush_started = time.monotonic()
         stall = self._stall()
         if stall is not None and self._flush_started + stall / 2 < self._timer_due:
@@ -185,6 +220,7 @@ class SSEChannel:
         if fut.cancelled() or fut.exception() is not None:
             self._mark_closed()
             return
+        self._written += self._in_flight
         if self.closed:
             return
         if self._queue:
@@ -192,24 +228,19 @@ class SSEChannel:
             self._queue.clear()
             self._queued_keys.clear()
             self._write(data)
-        elif self._closing:
-            self._finish()
 
-    def _finish(self) -> None:
-        if self.closed:
-            return
-        self._mark_closed()
-        with contextlib.suppress(Exception):
-            self.handler.finish()
-
-    def _mark_closed(self) -> None:
+    def _mark_closed(self, dropped: bool = True) -> None:
+        """Nothing more is sent: the stream has :attr:`ended` (and, ``dropped``, the
+        response is over too: nobody will finish it)."""
         self.closed = True
         self._queue.clear()
         self._queued_keys.clear()
         if self._timer is not None:
             IOLoop.current().remove_timeout(self._timer)
             self._timer = None
-        if not self.done.done():
+        if not self.ended.done():
+            self.ended.set_result(None)
+        if dropped and not self.done.done():
             self.done.set_result(None)
 
     def _arm_timer(self) -> None:
@@ -239,17 +270,12 @@ class SSEChannel:
         """Whether the peer has taken nothing for ``stall`` seconds while data waited."""
         if self._flushing and now - self._flush_started >= stall:
             return True  # a write of ours has been pending all that time
-        try:
-            stream = self.handler.request.connection.stream
-            sock = stream.socket
-            written: int = stream._total_write_done_index  # bytes handed to the kernel
-        except AttributeError:
-            return False
+        sock = seams.socket_of(self.handler.request.connection)
         unacked = unacknowledged_bytes(sock) if sock is not None else None
         if not unacked:
             self._waiting_since = None
             return False
-        acked = written - unacked
+        acked = self._written - unacked
         if self._waiting_since is None or acked > self._acked:
             self._acked = acked
             self._waiting_since = now
@@ -276,5 +302,5 @@ class SSEChannel:
         interval = self._keepalive()
         if not self._closing and interval is not None \
                 and now - self.last_write >= interval * 0.999:
-            self.send(KEEPALIVE_FRAME)
+            self.send_frame(KEEPALIVE_FRAME)
         self._arm_timer()

@@ -119,7 +119,7 @@ async def test_max_sessions_at_the_cap_then_over_it() -> None:
         assert len(srv.transport.sessions) == 3
         r = await srv.post(init_msg(request_id=9))
         assert_refused(r, 503, -32603,
-                       "Service unavailable: maximum concurrent sessions (3) reached")
+                       "Service unavailable: maximum concurrent sessions (3) reached", 9)
         assert "Mcp-Session-Id" not in r.headers
         assert len(srv.transport.sessions) == 3
         assert {s.id for s in srv.transport.sessions} == set(sids)
