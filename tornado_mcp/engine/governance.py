@@ -199,15 +199,19 @@ class Governance:
                 override.get("max_concurrency", declared.max_concurrency))
 
     # -- the call ----------------------------------------------------------------------------
-    async def call(self, ctx: Context, inner: Inner, task_run: bool = False) -> dict[str, Any]:
+    async def call(self, ctx: Context, inner: Inner, task_run: bool = False,
+                   known: bool = True) -> dict[str, Any]:
         """Run ``inner(method, params, ctx)`` within the bounds of its target and its
-        caller.  (Written flat: this runs around every call, and each helper call costs.)"""
+        caller (``known=False``: a target hidden from this caller, governed as a name
+        nothing answers to).  (Written flat: this runs around every call, and each helper
+        call costs.)"""
         started = perf_counter()
         method = ctx.method
         name = ctx.params.get(GOVERNED[method])
         if type(name) is not str:
             name = ""
-        stats = self.targets.get((method, name)) or self.target(method, name)
+        stats = (self.targets.get((method, name)) or self.target(method, name)) if known \
+            else None
         caller = ctx.principal.caller or f"address:{ctx.remote_ip or '-'}"
         callers = self.callers
         who = callers.get(caller)
