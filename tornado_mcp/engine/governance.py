@@ -44,6 +44,7 @@ from ..protocol import (
     Refusal,
 )
 from ..protocol.errors import MCPError
+from ..protocol.identity import caller_key
 from ..server.bounds import CallBounds
 from ..server.sync_handlers import CURRENT as CURRENT_RUNNER
 from ..server.sync_handlers import SyncRunner
@@ -212,7 +213,7 @@ class Governance:
             name = ""
         stats = (self.targets.get((method, name)) or self.target(method, name)) if known \
             else None
-        caller = ctx.principal.caller or f"address:{ctx.remote_ip or '-'}"
+        caller = caller_key(ctx.principal, ctx.remote_ip)
         callers = self.callers
         who = callers.get(caller)
         if who is None:

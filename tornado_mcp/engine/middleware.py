@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..protocol import HEADER_RETRY_AFTER, RATE_LIMITED, REQUEST_REFUSED, TOOLS_CALL, Refusal
 from ..protocol.errors import MCPError
+from ..protocol.identity import caller_key
 from ..server.server import CallNext as CallNext
 from ..server.server import Middleware as Middleware
 
@@ -175,7 +176,7 @@ class RateLimit:
 
     @staticmethod
     def key(ctx: Context) -> str:
-        return ctx.principal.caller or f"address:{ctx.remote_ip or '-'}"
+        return caller_key(ctx.principal, ctx.remote_ip)
 
     def take(self, key: str, limit: int | None = None) -> float | None:
         """Take a token for ``key``: ``None`` when allowed, else seconds until allowed.
