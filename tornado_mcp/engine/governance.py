@@ -24,7 +24,6 @@ when it names the bound, else what the tool declared (:mod:`tornado_mcp.server.b
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from bisect import bisect_left
 from collections import OrderedDict
@@ -48,8 +47,7 @@ from ..protocol.identity import caller_key
 from ..server.bounds import CallBounds
 from ..server.sync_handlers import CURRENT as CURRENT_RUNNER
 from ..server.sync_handlers import SyncRunner
-from .audit import TRACE_ID, AuditTrail, digest, kept_arguments
-from .audit import log as audit_log
+from .audit import TRACE_ID, AuditTrail, bounded, bounded_id, digest, kept_arguments
 from .middleware import Refused
 
 if TYPE_CHECKING:
@@ -304,13 +302,10 @@ class Governance:
                 if declared is not None and declared.audit_arguments else None
             session = ctx.session
             trail = self.trail
-            row = (now, caller, method, name, digest(arguments), outcome, code, seconds,
-                   ctx.request_id, session.id if session else None, TRACE_ID.get(),
-                   self.process_id, kept)
-            trail.records.append(row)
-            trail.total += 1
-            if audit_log.isEnabledFor(logging.INFO):
-                trail.log(row)
+            trail.add((now, bounded(caller), method, bounded(name), digest(arguments),
+                       outcome, code, seconds, bounded_id(ctx.request_id),
+                       session.id if session else None, TRACE_ID.get(), self.process_id,
+                       kept))
 
     async def _timed(self, ctx: Context, inner: Inner, timeout: float, watch: _PoolWatch,
                      name: str) -> dict[str, Any]:
