@@ -273,6 +273,11 @@ class Engine:
         self.server.check_method(method, ctx.modern)
         return await as_unknown(method, params, ctx)
 
+    def hold_slot(self, ctx: Context) -> Callable[[], None]:
+        """Keep the governance slot of the call ``ctx`` is handling for the task it creates
+        (see :meth:`Governance.hand_over`); the function returned releases it."""
+        return self.governance.hand_over(ctx)
+
     async def governed_run(self, ctx: Context,
                            work: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
         """A task run: ``work()`` within its tool's timeout, counted and audited."""

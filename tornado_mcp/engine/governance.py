@@ -137,6 +137,10 @@ class _PoolWatch:
             on_idle()
 
 
+def _nothing() -> None:
+    return None
+
+
 class Governance:
     """One engine's call bounds, statistics and audit trail; see the module docstring."""
 
@@ -146,6 +150,10 @@ class Governance:
         self.targets: dict[tuple[str, str], TargetStats] = {}
         self.callers: OrderedDict[str, CallerStats] = OrderedDict()
         self.caller_in_flight: dict[str, int] = {}
+        #: The slot (target, caller) of each call running now, by id of its context; a
+        #: call that creates a task hands its slot to the task (:meth:`hand_over`).
+        self._slots: dict[int, tuple[TargetStats | None, str]] = {}
+        self._handed: set[int] = set()
         self.trail = AuditTrail(options.max_audit_entries)
         #: This process's id in its cluster (set by the cluster), for the audit records.
         self.process_id: str | None = None
@@ -238,9 +246,11 @@ class Governance:
                             f"max_concurrent_calls_per_principal limit)",
                             Refusal.MAX_CONCURRENT_CALLS_PER_PRINCIPAL)
             held = True
-            if stats is not None:
-                stats.in_flight += 1
-            flying[caller] = flying.get(caller, 0) + 1
+            if not task_run:  # a task's runs use the slot its creating call handed over
+                if stats is not None:
+                    stats.in_flight += 1
+                flying[caller] = flying.get(caller, 0) + 1
+                self._slots[id(ctx)] = (stats, caller)
             if timeout is None:
                 result = await inner(method, ctx.params, ctx)
             else:
@@ -275,8 +285,11 @@ class Governance:
                     who.refusals += 1
                 elif outcome == "error" or outcome == "timeout":
                     who.errors += 1
-            if held:
-                if watch is not None and watch.running:
+            if held and not task_run:
+                self._slots.pop(id(ctx), None)
+                if id(ctx) in self._handed:  # now the task's, released when its run ends
+                    self._handed.discard(id(ctx))
+                elif watch is not None and watch.running:
                     watch.on_idle = lambda: self._release(stats, caller)
                 else:
                     if stats is not None:
@@ -340,6 +353,25 @@ class Governance:
             callers.popitem(last=False)
         who = callers[caller] = CallerStats()
         return who
+
+    def hand_over(self, ctx: Context) -> Callable[[], None]:
+        """The slot of the call ``ctx`` is handling, for the task it creates: kept when the
+        call returns, so the tool's ``max_concurrency`` and the caller's count hold from
+        the call's admission until the task's run ends; the returned function releases it
+        (once).  A call not governed has no slot: nothing to release."""
+        slot = self._slots.get(id(ctx))
+        if slot is None or id(ctx) in self._handed:
+            return _nothing
+        self._handed.add(id(ctx))
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                self._release(*slot)
+
+        return release
 
     def _release(self, stats: TargetStats | None, caller: str) -> None:
         if stats is not None:
