@@ -22,6 +22,7 @@ from typing import Any
 import jwt
 import pytest
 from authz_server import AuthorizationServer, authorization_server
+from inspector_cli import inspector
 from joserfc.jwk import RSAKey
 from mcp_http import Running, loopback_sockets, running
 from oauth_support import ADMIN, TOOLS, OAuthSetup, protected_server
@@ -264,3 +265,16 @@ async def test_a_removed_key_is_refused_for_a_jwt_typed_token() -> None:
         r = await call(s.srv, token)
         assert r.status == 401
         assert r.json["error"]["message"] == "Unauthorized: token signing key is unknown"
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_the_inspector_cli_presents_a_keycloak_token(era: str) -> None:
+    """The Inspector's CLI with the token as a header (``--header``), in both eras."""
+    async with provider_setup() as s:
+        token = sign(s.authz, keycloak(s.authz, s.srv.url)["access"], {"typ": "JWT"})
+        got = await inspector("--header", f"Authorization: Bearer {token}",  # variadic:
+                              "--protocol-era", era, "--method", "tools/call",  # first
+                              "--tool-name", "whoami", s.srv.url)
+    assert "error" not in got, got
+    assert got["result"]["structuredContent"]["subject"] == \
+        "f7a1c2d3-0000-4000-8000-000000000001"
