@@ -128,5 +128,7 @@ class AuditHandler(AdminHandler):
         records = self.admin.transport.audit(principal=filters["principal"],
                                              tool=filters["tool"], outcome=filters["outcome"],
                                              limit=limit)
+        audit = self.admin.transport.snapshot().audit
         self.write_json({"items": [r.as_dict() for r in records], "limit": limit,
+                         "trail": asdict(audit) if audit is not None else None,
                          **{k: v for k, v in filters.items()}})

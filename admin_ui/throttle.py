@@ -20,11 +20,12 @@ IPv6 callers are counted per ``/64`` network, the block one host usually holds.
 
 from __future__ import annotations
 
-import ipaddress
 import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from tornado_mcp.protocol.identity import address_key
 
 #: Wrong tokens one address may send at once, and how many more per minute after that.
 ADDRESS_BURST = 10
@@ -68,19 +69,6 @@ class _Bucket:
 
 def _level(bucket: _Bucket, per_second: float, burst: int, now: float) -> float:
     return min(float(burst), bucket.tokens + max(0.0, now - bucket.stamp) * per_second)
-
-
-def address_key(remote_ip: str | None) -> str:
-    """The bucket an address counts against: itself, or its ``/64`` for IPv6."""
-    try:
-        ip = ipaddress.ip_address(remote_ip or "")
-    except ValueError:
-        return remote_ip or "?"
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return str(ip.ipv4_mapped)
-        return str(ipaddress.IPv6Network((ip, 64), strict=False))
-    return str(ip)
 
 
 class FailureThrottle:

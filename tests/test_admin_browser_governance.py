@@ -73,6 +73,8 @@ async def test_tools_callers_and_audit_sections(browser: object) -> None:
         audit = page.locator("#audit-table tbody tr")
         await expect(audit).to_have_count(2, timeout=WAIT_MS)
         await expect(audit.first).to_contain_text("tools/call")
+        await expect(page.locator("#audit-size")).to_contain_text("2 records", timeout=WAIT_MS)
+        await expect(page.locator("#audit-size")).to_contain_text(" kB")
         await expect(page.locator("#audit-table")).not_to_contain_text("secret-text")
         await page.select_option("#audit-outcome", "refused")
         await expect(audit).to_have_count(0, timeout=WAIT_MS)

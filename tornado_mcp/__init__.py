@@ -16,7 +16,7 @@
 See ``docs/getting-started.md`` for the tour and ``docs/options.md`` for every limit.
 """
 
-from .introspection import SessionInfo, Snapshot, StreamInfo, TaskTotals, Totals
+from .introspection import AuditTotals, SessionInfo, Snapshot, StreamInfo, TaskTotals, Totals
 from .options import OptionError, TransportOptions
 from .protocol.errors import MCPError, MissingClientCapability, ResourceNotFound, ToolError
 from .protocol.identity import ANONYMOUS, Principal
@@ -35,6 +35,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ANONYMOUS",
     "Arg",
+    "AuditTotals",
     "Context",
     "ElicitationSchemaError",
     "InputRequired",

@@ -96,6 +96,15 @@ def add_option_flags(parser: argparse.ArgumentParser) -> None:
                             "required when --host is a wildcard address)")
     oauth.add_argument("--oauth-scopes", default=None, metavar="LIST",
                        help="comma-separated scopes every request needs")
+    oauth.add_argument("--oauth-subject-claim", default="sub", metavar="CLAIM",
+                       help="the claim naming the user (default: sub; oid for Entra ID)")
+    oauth.add_argument("--oauth-scope-claims", default=None, metavar="LIST",
+                       help="comma-separated claims whose scopes are granted together "
+                            "(default: scope, else scp; e.g. scope,permissions for Auth0)")
+    oauth.add_argument("--oauth-strict-rfc9068", action="store_true",
+                       help="accept only typ at+jwt (RFC 9068), required; by default JWT "
+                            "and no typ are accepted too, as Keycloak, Entra ID, Auth0 and "
+                            "Okta issue them")
     oauth.add_argument("--oauth-dpop", choices=("off", "on", "required"), default="off",
                        help="accept DPoP-bound tokens (RFC 9449); 'required': only those "
                             "(default: off; a DPoP-bound token is never accepted as Bearer)")
@@ -289,8 +298,13 @@ def oauth_from_args(args: argparse.Namespace, bound_url: str | None) -> OAuthRes
     scopes = [s for s in (args.oauth_scopes or "").split(",") if s.strip()]
     dpop_mode = getattr(args, "oauth_dpop", "off")
     dpop = DPoP(required=dpop_mode == "required") if dpop_mode != "off" else None
+    claims = [c.strip() for c in (getattr(args, "oauth_scope_claims", None) or "").split(",")
+              if c.strip()]
     return OAuthResource.jwt(issuer, jwks, audience or bound_url,
-                             required_scopes=[s.strip() for s in scopes], dpop=dpop)
+                             required_scopes=[s.strip() for s in scopes], dpop=dpop,
+                             subject_claim=getattr(args, "oauth_subject_claim", None) or "sub",
+                             scope_claims=claims or None,
+                             strict_rfc9068=bool(getattr(args, "oauth_strict_rfc9068", False)))
 
 
 _WILDCARDS = frozenset({"", "0.0.0.0", "::", "[::]"})

@@ -78,6 +78,15 @@ class TaskTotals:
     created_total: int  # tasks created since start
 
 
+@dataclass(frozen=True)
+class AuditTotals:
+    """What the call audit trail holds (``Transport.audit()`` reads it)."""
+
+    records: int  # records kept now (at most max_audit_entries)
+    bytes: int  # what they hold: their strings as UTF-8, kept arguments as JSON, overhead
+    recorded_total: int  # records made since start, the forgotten ones included
+
+
 #: Upper bounds (seconds) of the latency buckets of :attr:`ToolInfo.buckets`; the last
 #: bucket (not listed) holds everything slower.
 LATENCY_BUCKETS: tuple[float, ...] = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
@@ -161,6 +170,8 @@ class Snapshot:
     tools: tuple[ToolInfo, ...] = field(default=())
     #: The callers seen most recently (a bounded number), most recent first.
     principals: tuple[PrincipalInfo, ...] = field(default=())
+    #: The call audit trail's size.
+    audit: AuditTotals | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

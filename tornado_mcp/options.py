@@ -299,7 +299,8 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("max_bearer_token_bytes", "int", 8 * KiB, False, True,
                "Longest bearer token an OAuth endpoint verifies, in bytes (401 over it)."),
     OptionSpec("hide_unauthorized", "bool", False, False, True,
-               "Lists leave out tools, prompts and resources the caller lacks the scopes for."),
+               "Lists leave out tools, prompts and resources the caller lacks the scopes "
+               "for; a call naming one answers as an unknown name."),
     OptionSpec("forward_idle_timeout", "seconds", 60.0, True, True,
                "Seconds a request forwarded to its session's process may wait for a byte."),
 )

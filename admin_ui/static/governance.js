@@ -11,6 +11,7 @@
   const nf = new Intl.NumberFormat("en-US");
   const fmtInt = (n) => (n === null || n === undefined ? "–" : nf.format(n));
   const fmtMs = (n) => (n === null || n === undefined ? "–" : (n >= 100 ? nf.format(Math.round(n)) : n.toFixed(1)) + " ms");
+  const fmtKB = (n) => (n === null || n === undefined ? "–" : nf.format(Math.round(n / 1024)) + " kB");
   const fmtSeconds = (s) => (s === null || s === undefined ? "none" : s + " s");
   const clock = (t) => new Date(t * 1000).toLocaleTimeString([], { hour12: false });
 
@@ -137,6 +138,9 @@
       el("td", {}, el("code", { text: JSON.stringify(a.request_id) })),
       el("td", {}, el("code", { title: a.arguments_sha256, text: a.arguments_sha256.slice(0, 12) + "…" })))));
     $("#audit-empty").hidden = page.items.length > 0;
+    if (page.trail) {
+      $("#audit-size").textContent = `${fmtInt(page.trail.records)} records · ${fmtKB(page.trail.bytes)}`;
+    }
   }
 
   for (const sel of ["#audit-principal", "#audit-tool"]) $(sel).addEventListener("input", () => loadAudit().catch(() => {}));

@@ -186,7 +186,13 @@ async def test_lists_hide_what_the_caller_may_not_call_when_asked() -> None:
         assert "admin_prompt" in await names("prompts/list", "prompts", "name", ADMIN)
         assert "admin://report" not in await names("resources/list", "resources", "uri", "")
         assert "admin://report" in await names("resources/list", "resources", "uri", ADMIN)
-        # hidden or not, calling it without the scope is 403
+        # hidden, calling it without the scope answers as an unknown tool (never naming
+        # the scope); shown again, it is 403 naming the scope
+        r = await srv.modern("tools/call", {"name": "admin_only", "arguments": {}},
+                             headers=as_user("dave"))
+        assert r.status == 400
+        assert r.json["error"]["message"] == "Unknown tool: admin_only"
+        srv.transport.options.update({"hide_unauthorized": False})
         r = await srv.modern("tools/call", {"name": "admin_only", "arguments": {}},
                              headers=as_user("dave"))
         assert r.status == 403

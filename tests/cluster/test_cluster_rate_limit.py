@@ -108,3 +108,23 @@ async def test_a_tools_bounds_changed_on_one_process_reach_the_other(
     _, overview = await admin(b.port, "GET", "api/overview")
     assert "tool_bounds" in overview["changes"][0]["detail"]
     assert " on " in overview["changes"][0]["actor"]  # "<who> on <host> pid <pid>"
+
+
+async def test_ipv6_addresses_of_one_64_share_one_cluster_bucket(
+        redis: RedisProc, server_factory: ServerFactory) -> None:
+    """Behind a trusted proxy (--xheaders), 8 addresses of one /64 spread over two
+    processes draw from one Redis bucket; another /64 has its own."""
+    flags = (*FLAGS, "--xheaders")
+    a, b = start(server_factory, redis, *flags), start(server_factory, redis, *flags)
+    on_a, on_b = Running.remote(a.port), Running.remote(b.port)
+    await until_processes(a.port, 2)
+    await until_processes(b.port, 2)
+    statuses = []
+    for i in range(8):
+        srv = (on_a, on_b)[i % 2]
+        r = await srv.modern("tools/list", request_id=i,
+                             headers={"X-Real-Ip": f"2001:db8:7:8:{i:x}::{i + 1}"})
+        statuses.append(r.status)
+    assert statuses == [200] * LIMIT + [429] * (8 - LIMIT)
+    r = await on_b.modern("tools/list", headers={"X-Real-Ip": "2001:db8:7:9::1"})
+    assert r.status == 200

@@ -191,3 +191,22 @@ async def test_refusals_show_on_the_dashboard_and_in_metrics() -> None:
         assert limits["limits"]["rate_limit_per_principal"] == 1
         assert limits["fixed"]["sync_handler_threads"] == 4
         assert limits["fixed"]["cors_allowed_origins"] == []
+
+
+# -- anonymous callers over IPv6: one bucket per /64 ----------------------------------------
+ONE_NET = [f"2001:db8:1:2:{i:x}::{i + 1}" for i in range(8)]  # 8 addresses of one /64
+
+
+async def test_ipv6_addresses_of_one_64_share_one_bucket() -> None:
+    """Tornado's xheaders: the client's address is the trusted proxy's X-Real-Ip."""
+    async with running(example_server(), rate_limit_per_principal=LIMIT,
+                       http_options={"xheaders": True}) as srv:
+        statuses = [(await srv.modern("tools/list", request_id=i,
+                                      headers={"X-Real-Ip": ip})).status
+                    for i, ip in enumerate(ONE_NET)]
+        assert statuses == [200] * LIMIT + [429] * (len(ONE_NET) - LIMIT)
+        # another /64 has its own budget, an IPv4 address (and its mapped form) its own
+        for ip in ("2001:db8:1:3::1", "192.0.2.7", "::ffff:192.0.2.8"):
+            assert (await srv.modern("tools/list", headers={"X-Real-Ip": ip})).status == 200
+        assert (await srv.modern("tools/list", headers={"X-Real-Ip": "::ffff:192.0.2.7"})
+                ).status == 200  # the same caller as 192.0.2.7, its second of three

@@ -15,17 +15,20 @@ carries.
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import binascii
 import hashlib
 import hmac
 import json
 import math
 import secrets
 import time
-from collections import OrderedDict
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from ..protocol import Refusal
@@ -48,6 +51,17 @@ _THUMBPRINT_MEMBERS = {"RSA": ("e", "kty", "n"), "EC": ("crv", "kty", "x", "y"),
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 #: The longest ``jti`` accepted (RFC 9449 suggests 96 bits of randomness: 16 characters).
 MAX_JTI_CHARS = 256
+#: The RSA moduli a proof's key may have, in bits, and the longest public exponent: a
+#: verification costs what the key makes it cost (an RSA-3072 key with a 3071-bit exponent
+#: took 9-12.5 ms), so a key outside these is refused before anything is verified.
+MIN_RSA_BITS = 2048
+MAX_RSA_BITS = 4096
+MAX_RSA_EXPONENT_BITS = 32
+#: The curve each algorithm's key must be on, and the length of its coordinates in bytes.
+_CURVES = {"ES256": ("P-256", 32), "ES384": ("P-384", 48), "ES512": ("P-521", 66)}
+_EDWARDS = {"Ed25519": 32, "Ed448": 57}
+#: Threads verifying proofs off the IOLoop, per :class:`DPoP`.
+VERIFY_THREADS = 2
 
 
 class DPoPError(AuthError):
@@ -94,6 +108,43 @@ def thumbprint(jwk: Mapping[str, Any]) -> str:
     return b64url(hashlib.sha256(canonical.encode("utf-8")).digest())
 
 
+def _b64_int_bytes(value: object) -> bytes:
+    if not isinstance(value, str) or len(value) > 4 * MAX_RSA_BITS // 24 + 4:
+        raise ValueError("key member too long")
+    return base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
+
+
+def check_key_bounds(jwk: Mapping[str, Any], alg: str) -> None:
+    """Refuse (:class:`ValueError`) a proof key whose verification would cost more than
+    a sane key's: RSA outside :data:`MIN_RSA_BITS`..:data:`MAX_RSA_BITS` or with an
+    exponent that is even, below 3 or over :data:`MAX_RSA_EXPONENT_BITS` bits; an EC key
+    off its algorithm's curve or with coordinates of the wrong length; an OKP key not on
+    Ed25519 or Ed448.  Only lengths are looked at: nothing is computed."""
+    kty = jwk.get("kty")
+    if alg[:2] in ("RS", "PS"):
+        if kty != "RSA":
+            raise ValueError("not an RSA key")
+        n = _b64_int_bytes(jwk.get("n")).lstrip(b"\0")
+        e = _b64_int_bytes(jwk.get("e")).lstrip(b"\0")
+        bits = len(n) * 8 - (8 - n[0].bit_length()) if n else 0
+        if not MIN_RSA_BITS <= bits <= MAX_RSA_BITS:
+            raise ValueError(f"RSA key of {bits} bits")
+        exponent = int.from_bytes(e, "big") if len(e) <= MAX_RSA_EXPONENT_BITS // 8 else 0
+        if exponent < 3 or exponent % 2 == 0:
+            raise ValueError("RSA exponent out of bounds")
+    elif alg in _CURVES:
+        crv, size = _CURVES[alg]
+        if kty != "EC" or jwk.get("crv") != crv:
+            raise ValueError("EC key not on the algorithm's curve")
+        for member in ("x", "y"):
+            if len(_b64_int_bytes(jwk.get(member))) != size:
+                raise ValueError("EC coordinate of the wrong length")
+    elif alg == "EdDSA":
+        length = _EDWARDS.get(str(jwk.get("crv")))
+        if kty != "OKP" or length is None or len(_b64_int_bytes(jwk.get("x"))) != length:
+            raise ValueError("not an Ed25519 or Ed448 key")
+
+
 def normalise_url(url: str) -> str:
     """``url`` compared as RFC 9449 §4.3 says: no query or fragment, scheme and host in
     lower case, no default port, an empty path as ``/``.  Raises :class:`ValueError`."""
@@ -118,41 +169,81 @@ class Proof:
 
 
 class ReplayCache:
-    """The ``jti`` of every proof accepted in the last ``ttl`` seconds, at most ``size`` of
-    them.  Only a digest of key and ``jti`` is kept.  When the cache is full of proofs still
-    inside their window, a new proof is refused (``dpop_replay_cache_size``) rather than one
-    forgotten: forgetting would let that proof be replayed."""
+    """The proofs accepted in the last ``ttl`` seconds, kept apart per caller: at most
+    ``per_caller`` for one caller and ``size`` in all.  Only a digest of key and ``jti``
+    is kept.  A caller whose share is full of proofs still inside their window has its new
+    proofs refused (``dpop_replay_cache_size``) rather than one forgotten (forgetting would
+    let that proof be replayed), and no other caller is touched by it: one caller (however
+    many proofs it sends, and however many of its requests the rate limit then refuses)
+    holds at most its share.  ``size`` bounds the memory of all of them together."""
 
-    def __init__(self, size: int, ttl: float, clock: Callable[[], float]) -> None:
-        if size < 1:
-            raise ValueError("replay_cache_size must be at least 1")
+    def __init__(self, size: int, ttl: float, clock: Callable[[], float],
+                 per_caller: int | None = None) -> None:
+        if size < 1 or (per_caller is not None and per_caller < 1):
+            raise ValueError("replay_cache_size and replay_cache_per_caller must be at "
+                             "least 1")
         self.size = size
+        self.per_caller = min(size, per_caller) if per_caller is not None else size
         self.ttl = ttl
         self._clock = clock
-        self._seen: OrderedDict[bytes, float] = OrderedDict()  # digest -> expiry
+        self._callers: dict[str, dict[bytes, float]] = {}  # caller -> digest -> expiry
+        self._order: deque[tuple[float, str, bytes]] = deque()  # oldest first
+        self._count = 0
 
     def __len__(self) -> int:
-        return len(self._seen)
+        return self._count
+
+    def held_by(self, caller: str) -> int:
+        """The proofs ``caller`` holds a place for now."""
+        self._expire(self._clock())
+        return len(self._callers.get(caller, ()))
 
     def _expire(self, now: float) -> None:
-        while self._seen:
-            digest, expiry = next(iter(self._seen.items()))
-            if expiry > now:
-                break
-            del self._seen[digest]
+        order = self._order
+        while order and order[0][0] <= now:
+            _, caller, digest = order.popleft()
+            mine = self._callers.get(caller)
+            if mine is not None and mine.pop(digest, None) is not None:
+                self._count -= 1
+                if not mine:
+                    del self._callers[caller]
 
-    def record(self, jkt: str, jti: str) -> None:
-        """Remember the proof, or raise :class:`DPoPError` if it was seen already (or the
-        cache is full)."""
-        now = self._clock()
-        self._expire(now)
-        digest = hashlib.sha256(f"{jkt}\0{jti}".encode()).digest()
-        if digest in self._seen:
+    def check(self, caller: str, jkt: str, jti: str) -> bytes:
+        """The proof's digest; :class:`DPoPError` when it was seen already or ``caller``'s
+        share (or the whole cache) is full."""
+        self._expire(self._clock())
+        digest = proof_digest(jkt, jti)
+        mine = self._callers.get(caller)
+        if mine is not None and digest in mine:
             raise DPoPError("DPoP proof was already used (jti replayed)")
-        if len(self._seen) >= self.size:
+        if (mine is not None and len(mine) >= self.per_caller) or self._count >= self.size:
             raise DPoPError("too many recent DPoP proofs: retry shortly",
                             kind=Refusal.DPOP_REPLAY_CACHE_SIZE)
-        self._seen[digest] = now + self.ttl
+        return digest
+
+    def record(self, caller: str, jkt: str, jti: str) -> None:
+        """Remember the proof for ``caller``, or raise :class:`DPoPError` if it was seen
+        already (or there is no place for it)."""
+        digest = self.check(caller, jkt, jti)
+        expiry = self._clock() + self.ttl
+        self._callers.setdefault(caller, {})[digest] = expiry
+        self._order.append((expiry, caller, digest))
+        self._count += 1
+
+
+def proof_digest(jkt: str, jti: str) -> bytes:
+    """What a replay cache keeps of a proof: SHA-256 of its key's thumbprint and ``jti``."""
+    return hashlib.sha256(f"{jkt}\0{jti}".encode()).digest()
+
+
+class SharedReplays(Protocol):
+    """A replay cache shared by the processes of a cluster (set by the cluster on
+    :attr:`DPoP.shared`): :meth:`record` answers ``None`` when recorded, else the refusal;
+    it raises ``ConnectionError`` (or ``OSError``) when it cannot be reached, and the
+    process's own cache is used meanwhile."""
+
+    async def record(self, caller: str, digest: bytes, ttl: float,
+                     per_caller: int) -> DPoPError | None: ...
 
 
 class DPoP:
@@ -163,6 +254,8 @@ class DPoP:
     metadata says ``dpop_bound_access_tokens_required``).  ``iat_window``: how old a proof
     may be, in seconds; ``leeway``: clock skew allowed either way.  ``replay_cache_size``:
     proofs remembered to refuse a replay (each for ``iat_window + 2 * leeway`` seconds).
+    ``replay_cache_per_caller``: the most of them one caller holds (1,000: over 14
+    requests a second for a whole window; at most the cache's size).
     ``max_proof_bytes``: the longest ``DPoP`` header.  ``nonces``: proofs must carry a
     server nonce (``use_dpop_nonce``); nonces change every ``nonce_lifetime`` seconds (the
     previous one stays good) and are derived from ``nonce_secret`` (random by default;
@@ -171,7 +264,8 @@ class DPoP:
 
     def __init__(self, *, algorithms: Iterable[str] = DEFAULT_DPOP_ALGORITHMS,
                  required: bool = False, iat_window: float = 60.0, leeway: float = 5.0,
-                 replay_cache_size: int = 10_000, max_proof_bytes: int = 8192,
+                 replay_cache_size: int = 100_000,
+                 replay_cache_per_caller: int = 1000, max_proof_bytes: int = 8192,
                  nonces: bool = False, nonce_lifetime: float = 300.0,
                  nonce_secret: bytes | None = None,
                  clock: Callable[[], float] = time.time) -> None:
@@ -191,7 +285,31 @@ class DPoP:
         self.nonce_lifetime = nonce_lifetime
         self._nonce_key = nonce_secret or secrets.token_bytes(32)
         self.clock = clock
-        self.replays = ReplayCache(replay_cache_size, iat_window + 2 * leeway, clock)
+        self.replays = ReplayCache(replay_cache_size, iat_window + 2 * leeway, clock,
+                                   replay_cache_per_caller)
+        self._pool: ThreadPoolExecutor | None = None
+        #: The cluster's replay cache (every process refuses a proof any of them took).
+        self.shared: SharedReplays | None = None
+        #: Proofs checked against this process's own cache because the shared one could
+        #: not be reached.
+        self.fallbacks = 0
+
+    async def record(self, caller: str, proof: Proof) -> None:
+        """Take ``proof``'s place among ``caller``'s recent proofs (the cluster's when
+        shared); :class:`DPoPError` for a replay or a full share."""
+        replays = self.replays
+        shared = self.shared
+        if shared is not None:
+            digest = replays.check(caller, proof.jkt, proof.jti)
+            try:
+                refused = await shared.record(caller, digest, replays.ttl,
+                                              replays.per_caller)
+            except (ConnectionError, OSError, TimeoutError):
+                self.fallbacks += 1
+            else:
+                if refused is not None:
+                    raise refused
+        replays.record(caller, proof.jkt, proof.jti)
 
     def __repr__(self) -> str:  # never show the nonce secret
         return f"DPoP(algorithms={self.algorithms!r}, required={self.required!r})"
@@ -220,6 +338,16 @@ class DPoP:
         return any(same_text(value, self._nonce_for(e)) for e in (epoch, epoch - 1))
 
     # -- the proof (RFC 9449 §4.3) ----------------------------------------------------------
+    async def verify_proof(self, values: list[str], method: str, url: str,
+                           token: str) -> Proof:
+        """:meth:`check_proof` on one of this resource's :data:`VERIFY_THREADS` threads,
+        never on the IOLoop (a signature check costs up to a millisecond or so, which
+        requests that carry no proof must not wait for)."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(VERIFY_THREADS, thread_name_prefix="dpop-verify")
+        return await asyncio.get_running_loop().run_in_executor(
+            self._pool, self.check_proof, values, method, url, token)
+
     def check_proof(self, values: list[str], method: str, url: str, token: str) -> Proof:
         """Check the ``DPoP`` header ``values`` of a ``method`` request to ``url`` (already
         normalised) presenting ``token``.  Raises :class:`DPoPError`; records nothing."""
@@ -248,6 +376,12 @@ class DPoP:
             raise DPoPError("DPoP proof has no jwk header")
         if _PRIVATE_MEMBERS & jwk.keys():
             raise DPoPError("DPoP proof jwk holds private key material")
+        try:
+            check_key_bounds(jwk, alg)
+        except (ValueError, TypeError, binascii.Error):
+            raise DPoPError("DPoP proof jwk is outside the accepted key sizes "
+                            "(RSA 2048-4096 bits with an exponent of at most 32 bits, "
+                            "EC on its algorithm's curve, Ed25519 or Ed448)") from None
         try:
             jkt = thumbprint(jwk)
             key = jwt.PyJWK(jwk, algorithm=alg)

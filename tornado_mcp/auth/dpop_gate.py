@@ -3,8 +3,10 @@
 The order (RFC 9449 §7.1): the proof is checked first (no token verification is spent on a
 bad proof), then the token (by the resource's verifier, as a bearer token would be), then
 the binding (the token's ``cnf.jkt`` is the proof key's thumbprint), and last the proof's
-``jti`` is recorded, so only a proof that would have been accepted takes a place in the
-replay cache.  A DPoP-bound token sent as a plain ``Bearer`` token is refused: whoever
+``jti`` is recorded, in the share of the token's caller, so only a proof that would have
+been accepted takes a place in the replay cache, and only its own caller's place.  The
+proof is checked on a thread of its own (:meth:`DPoP.verify_proof`), its key's size
+bounded first.  A DPoP-bound token sent as a plain ``Bearer`` token is refused: whoever
 holds it without the key is exactly who DPoP keeps out.
 """
 
@@ -64,8 +66,8 @@ async def authenticate_dpop(request: Any, resource: str | None, dpop: DPoP, toke
     except ValueError:
         raise DPoPError("the request URL cannot be matched against a DPoP proof") from None
     try:
-        proof = dpop.check_proof(request.headers.get_list(HEADER_DPOP), request.method or "",
-                                 url, token)
+        proof = await dpop.verify_proof(request.headers.get_list(HEADER_DPOP),
+                                        request.method or "", url, token)
     except AuthError:
         raise
     except Exception as exc:  # a bug in a check is a refused proof, never a 500
@@ -77,7 +79,7 @@ async def authenticate_dpop(request: Any, resource: str | None, dpop: DPoP, toke
         raise invalid("token is not DPoP-bound (it has no cnf.jkt)")
     if not same_text(jkt, proof.jkt):
         raise invalid("token is bound to another key than the DPoP proof's")
-    dpop.replays.record(proof.jkt, proof.jti)
+    await dpop.record(principal.caller, proof)
     return principal
 
 

@@ -3,8 +3,13 @@
 Needs the ``oauth`` extra (``pip install 'tornado-mcp[oauth]'``).  A token is accepted when
 
 * it is at most ``max_token_bytes`` long and parses as a JWS;
-* its ``typ`` is an access token's (``at+jwt`` or ``application/at+jwt``, RFC 9068 §4;
-  ``token_types`` changes the list), or absent unless ``require_typ``;
+* its ``typ`` is one the identity providers in use give their access tokens: RFC 9068's
+  ``at+jwt`` (or ``application/at+jwt``: Auth0's RFC 9068 profile), ``JWT`` (Keycloak,
+  Microsoft Entra ID, Auth0's default profile), or none at all (Okta), unless
+  ``strict_rfc9068`` (only ``at+jwt``, and required) or ``token_types`` / ``require_typ``
+  say otherwise.  What keeps an ID token out is its audience (the client's id, never this
+  resource) and, for Keycloak, its payload ``typ`` (``ID``), refused whatever the header
+  says;
 * its ``alg`` is in the allow-list (``none`` and the HMAC family can never be in it: an
   HMAC "signed" with a public key is the classic key-confusion forgery) and fits the key
   its ``kid`` names (an ``ES256`` header naming an RSA key is refused, not tried);
@@ -63,6 +68,12 @@ _InvalidSubject: type[Exception] = getattr(jwt.exceptions, "InvalidSubjectError"
 FORBIDDEN_ALGORITHMS = frozenset({"none", "HS256", "HS384", "HS512"})
 #: The ``typ`` values of an access token (RFC 9068 §2.1), compared case-insensitively.
 ACCESS_TOKEN_TYPES = ("at+jwt", "application/at+jwt")
+#: The ``typ`` values accepted by default: RFC 9068's, and the plain ``JWT`` that Keycloak,
+#: Microsoft Entra ID and Auth0 (its default profile) give their access tokens.
+PROVIDER_TOKEN_TYPES = (*ACCESS_TOKEN_TYPES, "jwt", "application/jwt")
+#: Payload ``typ`` claims of tokens that are not access tokens (Keycloak's ID, refresh and
+#: logout tokens), compared case-insensitively.
+NOT_ACCESS_PAYLOAD_TYPES = frozenset({"id", "refresh", "offline", "logout"})
 #: The key an algorithm needs: JWK ``kty`` and, for ECDSA, ``crv``.
 _KEY_OF = {**{a: ("RSA", None) for a in ("RS256", "RS384", "RS512", "PS256", "PS384",
                                           "PS512")},
@@ -98,7 +109,11 @@ class JWTVerifier:
     ``max_key_age`` is how old they may get before they are fetched again;
     ``refresh_interval`` the least time between two fetches for unknown ``kid`` values.
     ``token_types``: the ``typ`` values accepted (``None``: any); ``require_typ``: refuse a
-    token without one.
+    token without one; ``strict_rfc9068``: both at their RFC 9068 setting (``at+jwt`` or
+    ``application/at+jwt``, required).  ``subject_claim``: the claim naming the user (``sub``;
+    ``oid`` for Entra ID's stable object id); ``scope_claims``: the claims whose scopes are
+    granted, together (``scope`` then ``scp`` by default, the first present; e.g.
+    ``("scope", "permissions")`` for Auth0's RBAC permissions).
     """
 
     def __init__(self, issuer: str, jwks_url: str, *, audience: str | Sequence[str] | None = None,
@@ -106,8 +121,10 @@ class JWTVerifier:
                  max_keys: int = 32, max_jwks_bytes: int = 256 * 1024,
                  refresh_interval: float = 60.0, max_key_age: float = 300.0,
                  fetch_timeout: float = 10.0, cache_size: int = 1024, cache_ttl: float = 300.0,
-                 token_types: Iterable[str] | None = ACCESS_TOKEN_TYPES,
-                 require_typ: bool = False) -> None:
+                 token_types: Iterable[str] | None = PROVIDER_TOKEN_TYPES,
+                 require_typ: bool = False, strict_rfc9068: bool = False,
+                 subject_claim: str = "sub",
+                 scope_claims: Sequence[str] | None = None) -> None:
         algs = tuple(algorithms)
         bad = sorted(a for a in algs if a in FORBIDDEN_ALGORITHMS or a.lower() == "none")
         if bad or not algs:
@@ -116,9 +133,13 @@ class JWTVerifier:
         if not 0 < max_key_age < float("inf") or refresh_interval < 0:
             raise ValueError("max_key_age must be a positive number of seconds and "
                              "refresh_interval may not be negative")
+        if strict_rfc9068:
+            token_types, require_typ = ACCESS_TOKEN_TYPES, True
         self.token_types = None if token_types is None else \
             frozenset(t.lower() for t in token_types)
         self.require_typ = require_typ
+        self.subject_claim = subject_claim
+        self.scope_claims = tuple(scope_claims) if scope_claims is not None else None
         self.max_key_age = max_key_age
         self.issuer = issuer
         self.jwks_url = jwks_url
@@ -217,7 +238,12 @@ class JWTVerifier:
             self._misfits.log(logging.WARNING, "refused a token PyJWT could not check "
                               "against key %s: %s", kid, type(exc).__name__)
             raise InvalidToken("token signature does not verify") from None
-        return principal_of(claims), float(claims["exp"])
+        payload_typ = claims.get("typ")
+        if isinstance(payload_typ, str) and payload_typ.lower() in NOT_ACCESS_PAYLOAD_TYPES:
+            raise InvalidToken("token is not an access token (its typ claim is "
+                               f"{payload_typ[:16]!r})")
+        return principal_of(claims, self.subject_claim, self.scope_claims), \
+            float(claims["exp"])
 
     # -- keys -----------------------------------------------------------------------------
     async def _key(self, kid: str | None) -> _Key:

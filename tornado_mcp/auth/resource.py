@@ -133,7 +133,8 @@ _NO_RESOURCE = ("an OAuth resource needs its canonical URL: pass resource= (or a
 #: The keyword arguments of :meth:`OAuthResource.jwt` that go to the verifier.
 _JWT_OPTIONS = frozenset({"algorithms", "leeway", "max_keys", "max_jwks_bytes",
                           "refresh_interval", "max_key_age", "fetch_timeout", "cache_size",
-                          "cache_ttl", "token_types", "require_typ"})
+                          "cache_ttl", "token_types", "require_typ", "strict_rfc9068",
+                          "subject_claim", "scope_claims"})
 
 
 def canonical_resource(url: str | None) -> str:

@@ -17,7 +17,7 @@ authorization server, cached).  Write your own for anything else::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from ..protocol.auth_errors import InvalidToken
@@ -44,10 +44,21 @@ class TokenVerifier(Protocol):
         ...
 
 
-def scopes_of(claims: Mapping[str, Any]) -> frozenset[str]:
+def scopes_of(claims: Mapping[str, Any],
+              scope_claims: Sequence[str] | None = None) -> frozenset[str]:
     """The scopes a token grants: ``scope`` (space-separated, RFC 9068 / RFC 7662) or
-    ``scp`` (a list or a string, as some servers write it)."""
-    raw = claims.get("scope", claims.get("scp"))
+    ``scp`` (a list, as Okta writes it, or a string, as Entra ID does), the first present;
+    with ``scope_claims``, every one of those claims together (a string is split on
+    spaces, a list taken as it is: Auth0's ``permissions``)."""
+    if scope_claims is None:
+        return _scopes(claims.get("scope", claims.get("scp")))
+    out: frozenset[str] = frozenset()
+    for claim in scope_claims:
+        out |= _scopes(claims.get(claim))
+    return out
+
+
+def _scopes(raw: Any) -> frozenset[str]:
     if isinstance(raw, str):
         return frozenset(raw.split())
     if isinstance(raw, list | tuple):
@@ -64,21 +75,24 @@ def audiences_of(claims: Mapping[str, Any]) -> tuple[str, ...]:
     return ()
 
 
-def principal_of(claims: Mapping[str, Any]) -> Principal:
+def principal_of(claims: Mapping[str, Any], subject_claim: str = "sub",
+                 scope_claims: Sequence[str] | None = None) -> Principal:
     """The principal a verified token's claims describe.
 
-    Its subject is the token's ``sub`` (namespace ``"user"``), or for a token without one
-    (a client acting for itself) its ``client_id`` (namespace ``"client"``): a client whose
-    id is some user's ``sub`` is never that user.  A token naming neither, or naming one
-    that is not a non-empty string, is refused with :class:`InvalidToken`: callers without
-    a subject would all be the same caller, sharing sessions, tasks and sealed state."""
-    for claim, namespace in (("sub", USER), ("client_id", CLIENT)):
+    Its subject is the token's ``subject_claim`` (``sub`` unless told otherwise; namespace
+    ``"user"``), or for a token without one (a client acting for itself) its ``client_id``
+    (namespace ``"client"``): a client whose id is some user's ``sub`` is never that user.
+    A token naming neither, or naming one that is not a non-empty string, is refused with
+    :class:`InvalidToken`: callers without a subject would all be the same caller, sharing
+    sessions, tasks and sealed state.  Its scopes: :func:`scopes_of`."""
+    for claim, namespace in ((subject_claim, USER), ("client_id", CLIENT)):
         value = claims.get(claim)
         if value is None:
             continue
         if not isinstance(value, str) or not value:
             raise InvalidToken(f"token {claim} claim is not a non-empty string")
-        return Principal.of(value, scopes_of(claims), claims, method=BEARER,
+        return Principal.of(value, scopes_of(claims, scope_claims), claims, method=BEARER,
                             namespace=namespace)
-    raise InvalidToken("token names no subject: it has neither a sub nor a client_id claim")
+    raise InvalidToken(f"token names no subject: it has neither a {subject_claim} nor a "
+                       "client_id claim")
 

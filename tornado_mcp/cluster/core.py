@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..introspection import ClusterSnapshot, ProcessInfo
 from ..protocol import jsonio
 from .caps import Caps
+from .dpop_replay import attach as attach_dpop
 from .feed import Feed, notification_fields
 from .link import DOWN, Link, log
 from .members import Members
@@ -126,6 +127,8 @@ class Cluster:
         self.server.add_relay(self)
         self.transport.cluster = self
         attach_governance(self)  # the shared rate limit, audit process id, readiness
+        oauth = self.transport.oauth
+        attach_dpop(oauth.dpop if oauth is not None else None, self.link, self.namespace)
         self._tasks = [asyncio.create_task(t()) for t in (
             self.link.supervise, self.feed.write_loop, self.feed.read_loop, self.members.loop,
             self._caps_loop)]

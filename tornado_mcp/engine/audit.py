@@ -5,8 +5,11 @@ A record (:class:`~tornado_mcp.introspection.AuditRecord`) says who called what,
 it ended and how long it took; of the arguments it keeps only a digest (the SHA-256 of
 their canonical JSON: sorted keys, no spaces, UTF-8), unless the tool opted in with
 ``audit_arguments=True``, and then only what its ``redact`` hook returns, at most
-:data:`MAX_AUDIT_ARGUMENT_BYTES` of JSON.  The ring holds ``max_audit_entries`` records
-(live: a change resizes it, keeping the newest).
+:data:`MAX_AUDIT_ARGUMENT_BYTES` of JSON.  What a client chose (the name it called, its
+request id) and the caller's name are kept to :data:`MAX_AUDIT_FIELD_BYTES` of UTF-8 each
+(a longer one is cut and marked ``…[<n> bytes]``), so one record is at most about 1.5 KB,
+5.6 KB with opted-in arguments.  The ring holds ``max_audit_entries`` records (live: a
+change resizes it, keeping the newest) and counts their bytes (:attr:`AuditTrail.bytes`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,10 @@ log = logging.getLogger("tornado_mcp.audit")
 
 #: Largest JSON of a call's kept arguments (``audit_arguments=True``), in bytes.
 MAX_AUDIT_ARGUMENT_BYTES = 4096
+#: Longest name, request id or caller a record keeps, in bytes of UTF-8.
+MAX_AUDIT_FIELD_BYTES = 256
+#: What a record costs besides its strings (the tuple, its numbers, the deque's slot).
+ROW_OVERHEAD_BYTES = 200
 #: The trace id of the request being handled, hex, as the OpenTelemetry middleware set it.
 TRACE_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "tornado_mcp_trace_id", default=None)
@@ -83,20 +90,68 @@ def kept_arguments(arguments: Any, redact: Any) -> Any:
     return json.loads(body)
 
 
+def bounded(text: str) -> str:
+    """``text`` if it is at most :data:`MAX_AUDIT_FIELD_BYTES` of UTF-8, else its first
+    bytes (whole characters) and ``…[<n> bytes]``."""
+    if len(text) <= MAX_AUDIT_FIELD_BYTES // 4:  # no four-byte characters can exceed it
+        return text
+    raw = text.encode("utf-8", "surrogatepass")
+    if len(raw) <= MAX_AUDIT_FIELD_BYTES:
+        return text
+    head = raw[:MAX_AUDIT_FIELD_BYTES].decode("utf-8", "ignore")
+    return f"{head}…[{len(raw)} bytes]"
+
+
+def bounded_id(request_id: Any) -> Any:
+    """A request id as a record keeps it: a long string cut (:func:`bounded`), an integer
+    beyond 64 bits as its cut decimal text; anything else as it is."""
+    if isinstance(request_id, str):
+        return bounded(request_id)
+    if isinstance(request_id, int) and not -(2 ** 63) <= request_id < 2 ** 63:
+        return bounded(str(request_id))
+    return request_id
+
+
+def row_bytes(row: Row) -> int:
+    """What a record holds, in bytes: its strings as UTF-8, its kept arguments as JSON,
+    and :data:`ROW_OVERHEAD_BYTES`."""
+    size = ROW_OVERHEAD_BYTES
+    for value in (row[1], row[2], row[3], row[4], row[8], row[9], row[10], row[11]):
+        if isinstance(value, str):
+            size += len(value.encode("utf-8", "surrogatepass"))
+    if row[12] is not None:
+        size += len(canonical(row[12]))
+    return size
+
+
 class AuditTrail:
-    """The ring of the newest records (``size`` of them)."""
+    """The ring of the newest records (``size`` of them), with what they weigh."""
 
     def __init__(self, size: int) -> None:
         self.records: deque[Row] = deque(maxlen=size)
+        self._sizes: deque[int] = deque(maxlen=size)
+        #: Records kept since start (the ring holds the newest ``size`` of them).
         self.total = 0
+        #: The bytes the ring holds now (:func:`row_bytes` of each record).
+        self.bytes = 0
 
     def resize(self, size: int) -> None:
         if size != self.records.maxlen:
             self.records = deque(self.records, maxlen=size)
+            self._sizes = deque(self._sizes, maxlen=size)
+            self.bytes = sum(self._sizes)
 
     def add(self, row: Row) -> None:
-        """Keep ``row`` (the governance inlines this, on its hot path)."""
-        self.records.append(row)
+        """Keep ``row`` (its strings already :func:`bounded`), forgetting the oldest when
+        full, and log it."""
+        sizes = self._sizes
+        if sizes.maxlen:
+            size = row_bytes(row)
+            if len(sizes) == sizes.maxlen:
+                self.bytes -= sizes[0]
+            sizes.append(size)
+            self.records.append(row)
+            self.bytes += size
         self.total += 1
         if log.isEnabledFor(logging.INFO):
             self.log(row)

@@ -34,7 +34,6 @@ from typing import Any, Protocol
 
 from ..options import TransportOptions
 from ..protocol import (
-    COMPLETION_COMPLETE,
     INVALID_REQUEST,
     PING,
     TOOLS_CALL,
@@ -44,8 +43,8 @@ from ..protocol.auth_errors import AuthError
 from ..protocol.errors import Refused, error_of
 from ..protocol.identity import ANONYMOUS, Principal
 from ..protocol.jsonrpc import error_body, safe_id, valid_id
+from ..server.builtins import as_unknown
 from ..server.context import Context, HTTPRequestFacts, RequestChannel
-from ..server.scopes import unknown_reference
 from ..server.server import Server
 from ..server.session import Session, SessionStore
 from ..server.sync_handlers import CURRENT as CURRENT_RUNNER
@@ -177,16 +176,15 @@ class Engine:
                                                                                        dict)):
             return error_body(safe_id(request_id), INVALID_REQUEST, "Invalid Request")
         rules = self.server.scope_rules
+        handle = self._handle
         if rules.active:
             try:
                 rules.authorize(method, params, principal)
             except AuthError as exc:
-                if method == COMPLETION_COMPLETE and self.options.hide_unauthorized:
-                    # hidden is indistinguishable from unknown: hiding must not leak
-                    return {"jsonrpc": "2.0", "id": request_id,
-                            "error": unknown_reference().to_error()}
-                exc.request_id = request_id
-                raise
+                if not self.options.hide_unauthorized:
+                    exc.request_id = request_id
+                    raise
+                handle = self._as_unknown  # hidden is answered exactly as unknown
         opts = self.options
         ctx = Context(self.server, method, params or {}, request_id, channel, session=session,
                       envelope=envelope, listen_served=opts.serve_subscriptions_listen,
@@ -206,11 +204,14 @@ class Engine:
         try:
             if method in GOVERNED:
                 result = await self.governance.call(
-                    ctx, self._via_middleware if self.middleware.active(opts) else self._handle)
+                    ctx, handle if not self.middleware.active(opts) else (
+                        self._via_middleware if handle == self._handle
+                        else self._as_unknown_via_middleware),
+                    known=handle == self._handle)
             elif self.middleware.active(opts):
-                result = await self.middleware.run(ctx, self._handle)
+                result = await self.middleware.run(ctx, handle)
             else:
-                result = await self._handle(method, ctx.params, ctx)
+                result = await handle(method, ctx.params, ctx)
             return {"jsonrpc": "2.0", "id": request_id, "result": result}
         except asyncio.CancelledError:
             if not ctx.cancelled or task is None:
@@ -236,6 +237,22 @@ class Engine:
     async def _via_middleware(self, method: str, params: dict[str, Any],
                               ctx: Context) -> dict[str, Any]:
         return await self.middleware.run(ctx, self._handle)
+
+    async def _as_unknown_via_middleware(self, method: str, params: dict[str, Any],
+                                         ctx: Context) -> dict[str, Any]:
+        return await self.middleware.run(ctx, self._as_unknown)
+
+    async def _as_unknown(self, method: str, params: dict[str, Any],
+                          ctx: Context) -> dict[str, Any]:
+        """A request naming what ``hide_unauthorized`` hides from its caller: the method's
+        own checks, then the answer a name nothing answers to gets (nothing is run)."""
+        self.server.check_method(method, ctx.modern)
+        return await as_unknown(method, params, ctx)
+
+    def hold_slot(self, ctx: Context) -> Callable[[], None]:
+        """Keep the governance slot of the call ``ctx`` is handling for the task it creates
+        (see :meth:`Governance.hand_over`); the function returned releases it."""
+        return self.governance.hand_over(ctx)
 
     async def governed_run(self, ctx: Context,
                            work: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:

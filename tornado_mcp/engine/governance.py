@@ -24,7 +24,6 @@ when it names the bound, else what the tool declared (:mod:`tornado_mcp.server.b
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from bisect import bisect_left
 from collections import OrderedDict
@@ -43,11 +42,11 @@ from ..protocol import (
     Refusal,
 )
 from ..protocol.errors import MCPError, Refused
+from ..protocol.identity import caller_key
 from ..server.bounds import CallBounds
 from ..server.sync_handlers import CURRENT as CURRENT_RUNNER
 from ..server.sync_handlers import SyncRunner
-from .audit import TRACE_ID, AuditTrail, digest, kept_arguments
-from .audit import log as audit_log
+from .audit import TRACE_ID, AuditTrail, bounded, bounded_id, digest, kept_arguments
 
 if TYPE_CHECKING:
     from ..options import TransportOptions
@@ -136,6 +135,10 @@ class _PoolWatch:
             on_idle()
 
 
+def _nothing() -> None:
+    return None
+
+
 class Governance:
     """One engine's call bounds, statistics and audit trail; see the module docstring."""
 
@@ -145,6 +148,10 @@ class Governance:
         self.targets: dict[tuple[str, str], TargetStats] = {}
         self.callers: OrderedDict[str, CallerStats] = OrderedDict()
         self.caller_in_flight: dict[str, int] = {}
+        #: The slot (target, caller) of each call running now, by id of its context; a
+        #: call that creates a task hands its slot to the task (:meth:`hand_over`).
+        self._slots: dict[int, tuple[TargetStats | None, str]] = {}
+        self._handed: set[int] = set()
         self.trail = AuditTrail(options.max_audit_entries)
         #: This process's id in its cluster (set by the cluster), for the audit records.
         self.process_id: str | None = None
@@ -197,16 +204,20 @@ class Governance:
                 override.get("max_concurrency", declared.max_concurrency))
 
     # -- the call ----------------------------------------------------------------------------
-    async def call(self, ctx: Context, inner: Inner, task_run: bool = False) -> dict[str, Any]:
+    async def call(self, ctx: Context, inner: Inner, task_run: bool = False,
+                   known: bool = True) -> dict[str, Any]:
         """Run ``inner(method, params, ctx)`` within the bounds of its target and its
-        caller.  (Written flat: this runs around every call, and each helper call costs.)"""
+        caller (``known=False``: a target hidden from this caller, governed as a name
+        nothing answers to).  (Written flat: this runs around every call, and each helper
+        call costs.)"""
         started = perf_counter()
         method = ctx.method
         name = ctx.params.get(GOVERNED[method])
         if type(name) is not str:
             name = ""
-        stats = self.targets.get((method, name)) or self.target(method, name)
-        caller = ctx.principal.caller or f"address:{ctx.remote_ip or '-'}"
+        stats = (self.targets.get((method, name)) or self.target(method, name)) if known \
+            else None
+        caller = caller_key(ctx.principal, ctx.remote_ip)
         callers = self.callers
         who = callers.get(caller)
         if who is None:
@@ -233,9 +244,11 @@ class Governance:
                             f"max_concurrent_calls_per_principal limit)",
                             Refusal.MAX_CONCURRENT_CALLS_PER_PRINCIPAL)
             held = True
-            if stats is not None:
-                stats.in_flight += 1
-            flying[caller] = flying.get(caller, 0) + 1
+            if not task_run:  # a task's runs use the slot its creating call handed over
+                if stats is not None:
+                    stats.in_flight += 1
+                flying[caller] = flying.get(caller, 0) + 1
+                self._slots[id(ctx)] = (stats, caller)
             if timeout is None:
                 result = await inner(method, ctx.params, ctx)
             else:
@@ -270,8 +283,11 @@ class Governance:
                     who.refusals += 1
                 elif outcome == "error" or outcome == "timeout":
                     who.errors += 1
-            if held:
-                if watch is not None and watch.running:
+            if held and not task_run:
+                self._slots.pop(id(ctx), None)
+                if id(ctx) in self._handed:  # now the task's, released when its run ends
+                    self._handed.discard(id(ctx))
+                elif watch is not None and watch.running:
                     watch.on_idle = lambda: self._release(stats, caller)
                 else:
                     if stats is not None:
@@ -297,13 +313,10 @@ class Governance:
                 if declared is not None and declared.audit_arguments else None
             session = ctx.session
             trail = self.trail
-            row = (now, caller, method, name, digest(arguments), outcome, code, seconds,
-                   ctx.request_id, session.id if session else None, TRACE_ID.get(),
-                   self.process_id, kept)
-            trail.records.append(row)
-            trail.total += 1
-            if audit_log.isEnabledFor(logging.INFO):
-                trail.log(row)
+            trail.add((now, bounded(caller), method, bounded(name), digest(arguments),
+                       outcome, code, seconds, bounded_id(ctx.request_id),
+                       session.id if session else None, TRACE_ID.get(), self.process_id,
+                       kept))
 
     async def _timed(self, ctx: Context, inner: Inner, timeout: float, watch: _PoolWatch,
                      name: str) -> dict[str, Any]:
@@ -338,6 +351,25 @@ class Governance:
             callers.popitem(last=False)
         who = callers[caller] = CallerStats()
         return who
+
+    def hand_over(self, ctx: Context) -> Callable[[], None]:
+        """The slot of the call ``ctx`` is handling, for the task it creates: kept when the
+        call returns, so the tool's ``max_concurrency`` and the caller's count hold from
+        the call's admission until the task's run ends; the returned function releases it
+        (once).  A call not governed has no slot: nothing to release."""
+        slot = self._slots.get(id(ctx))
+        if slot is None or id(ctx) in self._handed:
+            return _nothing
+        self._handed.add(id(ctx))
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                self._release(*slot)
+
+        return release
 
     def _release(self, stats: TargetStats | None, caller: str) -> None:
         if stats is not None:

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..protocol import RATE_LIMITED, TOOLS_CALL, Refusal
 from ..protocol.errors import Refused as Refused
+from ..protocol.identity import caller_key
 from ..server.server import CallNext as CallNext
 from ..server.server import Middleware as Middleware
 
@@ -158,7 +159,7 @@ class RateLimit:
 
     @staticmethod
     def key(ctx: Context) -> str:
-        return ctx.principal.caller or f"address:{ctx.remote_ip or '-'}"
+        return caller_key(ctx.principal, ctx.remote_ip)
 
     def take(self, key: str, limit: int | None = None) -> float | None:
         """Take a token for ``key``: ``None`` when allowed, else seconds until allowed.

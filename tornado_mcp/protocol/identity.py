@@ -8,6 +8,8 @@ or an OAuth bearer token.
 
 from __future__ import annotations
 
+import functools
+import ipaddress
 import types
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -70,3 +72,28 @@ class Principal:
 
 ANONYMOUS = Principal(None)
 """The principal of every request on an endpoint without authentication."""
+
+
+@functools.lru_cache(maxsize=1024)
+def address_key(remote_ip: str | None) -> str:
+    """The network an anonymous caller at ``remote_ip`` counts as: the address itself for
+    IPv4 (and an IPv4-mapped IPv6 address), its ``/64`` for IPv6, the block one host
+    usually holds (so the 2**64 addresses of one host are one caller, not 2**64)."""
+    if not remote_ip or ":" not in remote_ip:
+        return remote_ip or "-"
+    try:
+        ip = ipaddress.ip_address(remote_ip)
+    except ValueError:
+        return remote_ip
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
+
+
+def caller_key(principal: Principal, remote_ip: str | None) -> str:
+    """Who a request counts against in per-caller limits (rate, concurrency) and
+    statistics: the principal's :attr:`~Principal.caller`, else ``address:`` and the
+    caller's :func:`address_key`."""
+    return principal.caller or f"address:{address_key(remote_ip)}"

@@ -177,6 +177,38 @@ async def list_prompts(server: Host, params: dict[str, Any], ctx: Context) -> di
     return page(server, "prompts", "prompts", params)
 
 
+def unknown_tool(name: str) -> MCPError:
+    return MCPError(INVALID_PARAMS, f"Unknown tool: {name}")
+
+
+def unknown_prompt(name: str) -> MCPError:
+    return MCPError(INVALID_PARAMS, f"Unknown prompt: {name}")
+
+
+def unknown_resource(uri: str, ctx: Context) -> MCPError:
+    """-32002 in the legacy era, -32602 at 2026-07-28, both with ``data.uri``."""
+    if ctx.modern:
+        return MCPError(INVALID_PARAMS, "Resource not found", {"uri": uri})
+    return ResourceNotFound(uri)
+
+
+async def as_unknown(method: str, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    """The answer to a request naming a tool, prompt or resource hidden from its caller
+    (``hide_unauthorized``): exactly the one a name nothing answers to gets, its params
+    checked the same way first, and nothing run."""
+    if method == TOOLS_CALL:
+        raise unknown_tool(load(TOOL_CALL_PARAMS, params, TOOLS_CALL)["name"])
+    if method == PROMPTS_GET:
+        raise unknown_prompt(load(PROMPT_GET_PARAMS, params, PROMPTS_GET)["name"])
+    if method == COMPLETION_COMPLETE:
+        load(COMPLETE_PARAMS, params, COMPLETION_COMPLETE)
+        raise unknown_reference()
+    if method == RESOURCES_SUBSCRIBE:
+        _refuse_without_session(ctx)
+        return {}  # subscribing to a URI nothing serves succeeds, and delivers nothing
+    raise unknown_resource(load(URI_PARAMS, params, RESOURCES_READ)["uri"], ctx)
+
+
 async def call_tool(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
     """``tools/call``: bind the arguments to the tool's contract, run it, shape the result.
 
@@ -188,7 +220,7 @@ async def call_tool(server: Host, params: dict[str, Any], ctx: Context) -> dict[
     p = load(TOOL_CALL_PARAMS, params, TOOLS_CALL)
     tool = server.get_tool(p["name"])
     if tool is None:
-        raise MCPError(INVALID_PARAMS, f"Unknown tool: {p['name']}")
+        raise unknown_tool(p["name"])
     contract = tool.contract
     try:
         kwargs = contract.bind(p.get("arguments") or {})
@@ -279,9 +311,7 @@ async def read_resource(server: Host, params: dict[str, Any], ctx: Context) -> d
             raw = await run_with_input(server, tpl.handler, kwargs, ctx)
             ttl, scope, mime = tpl.ttl_ms, tpl.cache_scope, tpl.mime_type
     except ResourceNotFound as exc:
-        if ctx.modern:
-            raise MCPError(INVALID_PARAMS, "Resource not found", {"uri": exc.uri}) from None
-        raise
+        raise unknown_resource(exc.uri, ctx) from None
     except (MCPError, asyncio.CancelledError):
         raise
     except Exception:
@@ -354,7 +384,7 @@ async def get_prompt(server: Host, params: dict[str, Any], ctx: Context) -> dict
     p = load(PROMPT_GET_PARAMS, params, PROMPTS_GET)
     prompt = server.get_prompt(p["name"])
     if prompt is None:
-        raise MCPError(INVALID_PARAMS, f"Unknown prompt: {p['name']}")
+        raise unknown_prompt(p["name"])
     args = p.get("arguments") or {}
     missing = [a.name for a in prompt.arguments if a.required and a.name not in args]
     if missing:

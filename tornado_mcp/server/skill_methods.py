@@ -95,7 +95,7 @@ def install(server: ExtensionHost, catalog: Catalog) -> None:
     async def directory_read(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
         uri = load(URI_PARAMS, params or {}, DIRECTORY_READ)["uri"]
         cursor = load(CURSOR_PARAMS, params, DIRECTORY_READ).get("cursor")
-        return catalog.children(uri, cursor)
+        return cacheable(catalog.children(uri, cursor), ctx)
 
     server.add_method(SKILLS_LIST, skills_list)
     server.add_method(SKILLS_GET, skills_get)

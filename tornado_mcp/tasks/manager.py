@@ -72,6 +72,10 @@ class TaskHost(Protocol):
                            work: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
         """Run ``work()`` as a task run: within its tool's timeout, counted, audited."""
 
+    def hold_slot(self, ctx: Context) -> Callable[[], None]:
+        """Keep the concurrency slot of the creating call ``ctx`` for the task's run; the
+        function returned gives it back."""
+
 
 class _Facts:
     """The creating request's headers and address, kept for the task's context."""
@@ -107,11 +111,15 @@ class _TaskChannel:
         return False  # no stream to close and resume
 
 
+def _no_slot() -> None:
+    return None
+
+
 class Job:
     """A task running in this process."""
 
     __slots__ = ("changed", "ctx", "expired", "inputs", "keys", "params", "record",
-                 "round", "session", "task")
+                 "release", "round", "session", "task")
 
     def __init__(self, record: TaskRecord, ctx: Context, params: dict[str, Any],
                  session: Session | None) -> None:
@@ -125,6 +133,8 @@ class Job:
         self.keys: dict[str, str] = {}  # wire key -> the handler's key, this round
         self.inputs: dict[str, Any] = {}  # answers so far, by wire key
         self.changed = asyncio.Event()  # set (and replaced) whenever the record changes
+        #: Gives back the concurrency slot the creating call handed over (idempotent).
+        self.release: Callable[[], None] = _no_slot
 
 
 class TaskManager:
@@ -174,7 +184,11 @@ class TaskManager:
                   if k not in ("task", "inputResponses", "requestState")}
         job = Job(record, self._task_context(ctx, params, record), params, ctx.session)
         self.jobs[record.task_id] = job
+        # The creating call's slot (its tool's max_concurrency, its caller's count) is the
+        # run's until the run ends, however it ends: no other call is admitted between.
+        job.release = release = self.t.hold_slot(ctx)
         job.task = asyncio.ensure_future(self._run(job, work))
+        job.task.add_done_callback(lambda _: release())  # however the task ends
         job.ctx.task = job.task
         self._timers[record.task_id] = asyncio.get_running_loop().call_later(
             ttl, self._expire, record.task_id, record.expires_at)
@@ -312,6 +326,7 @@ class TaskManager:
 
     async def _finish(self, job: Job, status: Status, result: dict[str, Any] | None = None,
                       error: dict[str, Any] | None = None, message: str | None = None) -> None:
+        job.release()  # the run is over: free its slot before anyone can see it ended
         record = job.record
         if result is not None:
             result = _clean(result)

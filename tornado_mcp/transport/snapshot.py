@@ -6,10 +6,11 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..introspection import SessionInfo, Snapshot, StreamInfo, TaskTotals, Totals
+from ..introspection import AuditTotals, SessionInfo, Snapshot, StreamInfo, TaskTotals, Totals
 from ..protocol.identity import Principal
 
 if TYPE_CHECKING:
+    from ..engine.audit import AuditTrail
     from .exchange import Endpoint
 
 
@@ -55,7 +56,13 @@ def take_snapshot(t: Endpoint, sessions: bool, streams: bool, stream_uris: bool)
                     requests_total=t.requests_total, sessions=tuple(session_rows),
                     streams=tuple(stream_rows), tasks=TaskTotals(**t.tasks.stats()),
                     tools=t.engine.governance.tool_rows(),
-                    principals=t.engine.governance.principal_rows())
+                    principals=t.engine.governance.principal_rows(),
+                    audit=audit_totals(t.engine.governance.trail))
+
+
+def audit_totals(trail: AuditTrail) -> AuditTotals:
+    return AuditTotals(records=len(trail.records), bytes=trail.bytes,
+                       recorded_total=trail.total)
 
 
 def shown(principal: Principal) -> dict[str, Any] | None:
