@@ -1,0 +1,105 @@
+"""What a newcomer copies from the docs works on a fresh machine with what the page says to
+install: the install commands name what can be installed (the package is not on the
+package index), and docs/auth.md's login recipe for the official SDK needs nothing the SDK
+does not bring (mcp 2.3.0 is built on ``httpx2``, not ``httpx``).
+
+The rest of the newcomer's path runs in tests/test_docs_run.py (every page's program, the
+README app with its dashboard snippet pasted in, getting-started's pytest files in a
+directory of their own, ``crunch`` once per call in both eras) and tests/test_docs_site.py
+(the site)."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import re
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+import tornado.httpserver
+import tornado.netutil
+from conftest import REPO_ROOT
+from test_docs_run import DOCS, python_blocks
+
+pytestmark = pytest.mark.timeout(120)
+
+RUN_TIMEOUT = 60.0
+#: ``pip install tornado-mcp...`` (any extra, any quoting): the package index has no
+#: tornado-mcp, so such a command fails on a fresh machine.
+FROM_THE_INDEX = re.compile(r"pip install\s+['\"]?tornado[-_]mcp\b", re.IGNORECASE)
+#: Where an install hint can reach a reader: the docs, the docstrings and messages of
+#: both packages, the examples.
+SOURCES = [*DOCS, *sorted((REPO_ROOT / "tornado_mcp").rglob("*.py")),
+           *sorted((REPO_ROOT / "admin_ui").rglob("*.py")),
+           *sorted((REPO_ROOT / "examples").rglob("*.py"))]
+
+
+def test_no_install_command_asks_the_package_index_for_tornado_mcp() -> None:
+    found = [f"{path.relative_to(REPO_ROOT)}:{text.count(chr(10), 0, m.start()) + 1}"
+             for path in SOURCES
+             for text in [path.read_text(encoding="utf-8")]
+             for m in FROM_THE_INDEX.finditer(text)]
+    assert found == []
+
+
+def test_the_extras_the_docs_name_exist() -> None:
+    """``pip install '.[NAME]'`` in the docs names an extra pyproject.toml defines."""
+    import tomllib
+
+    extras = set(tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+                 ["project"]["optional-dependencies"])
+    named = {m.group(1) for path in SOURCES
+             for m in re.finditer(r"pip install\s+['\"]?\.\[([a-z0-9_-]+)\]",
+                                  path.read_text(encoding="utf-8"))}
+    assert named and named <= extras, named - extras
+
+
+@asynccontextmanager
+async def host_auth_app() -> AsyncIterator[str]:
+    """examples/host_auth_app.py served on a loopback port: its origin."""
+    spec = importlib.util.spec_from_file_location(
+        "host_auth_app", REPO_ROOT / "examples" / "host_auth_app.py")
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    http = tornado.httpserver.HTTPServer(example.make_app("docs-cookie-secret"))
+    sockets = tornado.netutil.bind_sockets(0, "127.0.0.1")
+    http.add_sockets(sockets)
+    try:
+        yield f"http://127.0.0.1:{sockets[0].getsockname()[1]}"
+    finally:
+        http.stop()
+        await http.close_all_connections()
+
+
+# The recipe runs where ``import httpx`` fails, as it does where only the SDK is installed.
+WITHOUT_HTTPX = """\
+import asyncio, json, sys
+sys.modules["httpx"] = None  # importing it now raises ImportError
+namespace = {}
+exec(compile(open(sys.argv[1], encoding="utf-8").read(), "docs/auth.md", "exec"), namespace)
+print(json.dumps(asyncio.run(namespace["whoami_as_ada"](sys.argv[2]))))
+"""
+
+
+async def test_the_auth_cookie_recipe_needs_only_what_the_sdk_installs(
+        tmp_path: Path) -> None:
+    recipe = next(b for b in python_blocks(REPO_ROOT / "docs" / "auth.md")
+                  if "streamable_http_client" in b.code)
+    assert recipe.info == "python"  # run with the page's program too, not a fragment
+    script = tmp_path / "recipe.py"
+    script.write_text(recipe.code, encoding="utf-8")
+    async with host_auth_app() as app:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", WITHOUT_HTTPX, str(script), app,
+            env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), RUN_TIMEOUT)
+    assert proc.returncode == 0, err.decode()[-4000:]
+    assert json.loads(out) == {"subject": "ada", "scopes": ["notes"], "method": "cookie",
+                               "authenticated": True}
