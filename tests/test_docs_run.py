@@ -326,7 +326,7 @@ def test_every_other_page_program_runs(page: Path, tmp_path: Path) -> None:
     source = program(page)
     script = tmp_path / f"{page.stem}_program.py"
     script.write_text(source, encoding="utf-8")
-    done = subprocess.run([sys.executable, "-c", RUNNER, str(script)], cwd=tmp_path,
+    done = subprocess.run([sys.executable, "-c", RUNNER, str(script)], cwd=REPO_ROOT,
                           env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
                           capture_output=True, text=True, timeout=RUN_TIMEOUT, check=False)
     assert done.returncode == 0, done.stderr[-4000:]
