@@ -1,7 +1,8 @@
 """What a newcomer copies from the docs works on a fresh machine with what the page says to
 install: the install commands name what can be installed (the package is not on the
-package index), and docs/auth.md's login recipe for the official SDK needs nothing the SDK
-does not bring (mcp 2.3.0 is built on ``httpx2``, not ``httpx``).
+package index), docs/auth.md's login recipe for the official SDK needs nothing the SDK
+does not bring (mcp 2.3.0 is built on ``httpx2``, not ``httpx``), and docs/deploy.md's
+Kubernetes command serves clients by the name they use.
 
 The rest of the newcomer's path runs in tests/test_docs_run.py (every page's program, the
 README app with its dashboard snippet pasted in, getting-started's pytest files in a
@@ -16,6 +17,8 @@ import json
 import os
 import re
 import sys
+import urllib.error
+import urllib.request
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -23,8 +26,8 @@ from pathlib import Path
 import pytest
 import tornado.httpserver
 import tornado.netutil
-from conftest import REPO_ROOT
-from test_docs_run import DOCS, python_blocks
+from conftest import REPO_ROOT, ServerProc
+from test_docs_run import DOCS, blocks, python_blocks
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -103,3 +106,38 @@ async def test_the_auth_cookie_recipe_needs_only_what_the_sdk_installs(
     assert proc.returncode == 0, err.decode()[-4000:]
     assert json.loads(out) == {"subject": "ada", "scopes": ["notes"], "method": "cookie",
                                "authenticated": True}
+
+
+def test_the_kubernetes_example_serves_the_name_clients_use(tmp_path: Path) -> None:
+    """docs/deploy.md's container command, as written but on a loopback port: the probes
+    answer, and so does MCP for a client reaching the pod by the name the page lists
+    (without ``--allowed-hosts`` DNS-rebinding protection refuses it with 403)."""
+    import yaml
+
+    block = next(b for b in blocks(REPO_ROOT / "docs" / "deploy.md") if b.info == "yaml")
+    args = yaml.safe_load(block.code)["containers"][0]["args"]
+    assert args[:3] == ["python", "-m", "tornado_mcp"]
+    argv = [sys.executable, *args[1:]]
+    argv[argv.index("--port") + 1] = "0"
+    argv[argv.index("--host") + 1] = "127.0.0.1"  # the test binds loopback, not every address
+    name = argv[argv.index("--allowed-hosts") + 1] if "--allowed-hosts" in argv else None
+    proc = ServerProc(argv, {**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    try:
+        proc.wait_until_listening()
+        with urllib.request.urlopen(proc.base_url + "/healthz", timeout=10) as probe:
+            assert probe.status == 200
+        request = urllib.request.Request(proc.url, json.dumps(
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+             "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                        "clientInfo": {"name": "k8s", "version": "1"}}}).encode(),
+            method="POST", headers={"Content-Type": "application/json",
+                                    "Accept": "application/json, text/event-stream",
+                                    "Host": name or "mcp.example.com"})
+        try:
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                status = answer.status
+        except urllib.error.HTTPError as exc:
+            status = exc.code
+        assert status == 200
+    finally:
+        proc.stop()
