@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 from conftest import REPO_ROOT, ServerProc
-from test_docs_run import RUNNER, blocks, saved_files
+from test_docs_run import blocks, saved_files, start
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -97,19 +97,11 @@ def notes(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def serve(notes: Path, token: str | None) -> ServerProc:
-    script = notes.with_name(f"notes_{'private' if token else 'open'}.py")
-    script.write_text(notes.read_text(encoding="utf-8").replace("8000", "0"), encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "PYTHONUNBUFFERED": "1"}
-    env.pop("NOTES_TOKEN", None)
-    if token:
-        env["NOTES_TOKEN"] = token
-    proc = ServerProc([sys.executable, "-c", RUNNER, str(script)], env)
-    try:
-        proc.wait_until_listening()
-    except BaseException:
-        proc.stop()
-        raise
-    return proc
+    """``python notes.py``, with ``NOTES_TOKEN`` set to ``token`` when there is one."""
+    where = notes.parent / ("private" if token else "open")
+    where.mkdir()
+    return start(notes, where, notes.read_text(encoding="utf-8"),
+                 env={"NOTES_TOKEN": token} if token else {})
 
 
 @pytest.fixture(scope="module")

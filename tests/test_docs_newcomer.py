@@ -19,14 +19,12 @@ import re
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import pytest
-import tornado.httpserver
-import tornado.netutil
 from conftest import REPO_ROOT, ServerProc
+from mcp_http import serving
 from test_docs_run import DOCS, blocks, python_blocks
 
 pytestmark = pytest.mark.timeout(120)
@@ -62,22 +60,14 @@ def test_the_extras_the_docs_name_exist() -> None:
     assert named and named <= extras, named - extras
 
 
-@asynccontextmanager
-async def host_auth_app() -> AsyncIterator[str]:
+def host_auth_app() -> AbstractAsyncContextManager[str]:
     """examples/host_auth_app.py served on a loopback port: its origin."""
     spec = importlib.util.spec_from_file_location(
         "host_auth_app", REPO_ROOT / "examples" / "host_auth_app.py")
     assert spec is not None and spec.loader is not None
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
-    http = tornado.httpserver.HTTPServer(example.make_app("docs-cookie-secret"))
-    sockets = tornado.netutil.bind_sockets(0, "127.0.0.1")
-    http.add_sockets(sockets)
-    try:
-        yield f"http://127.0.0.1:{sockets[0].getsockname()[1]}"
-    finally:
-        http.stop()
-        await http.close_all_connections()
+    return serving(example.make_app("docs-cookie-secret"))
 
 
 # The recipe runs where ``import httpx`` fails, as it does where only the SDK is installed.

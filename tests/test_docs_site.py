@@ -19,15 +19,13 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import tornado.httpserver
-import tornado.netutil
 import tornado.web
 from browser_support import chromium
 from conftest import REPO_ROOT
+from mcp_http import serving
 
 pytestmark = [pytest.mark.timeout(300)]
 
@@ -188,19 +186,11 @@ def test_a_reference_entry_naming_nothing_fails_the_build(docs_copy: Path) -> No
     assert "tornado_mcp.NoSuchName could not be found" in done.stderr
 
 
-@contextlib.asynccontextmanager
-async def served(site: Path) -> AsyncIterator[str]:
+def served(site: Path) -> contextlib.AbstractAsyncContextManager[str]:
     """The built site over HTTP on a loopback port (search needs HTTP, not file://)."""
-    app = tornado.web.Application([(r"/(.*)", tornado.web.StaticFileHandler,
-                                    {"path": str(site), "default_filename": "index.html"})])
-    sockets = tornado.netutil.bind_sockets(0, "127.0.0.1")
-    http = tornado.httpserver.HTTPServer(app)
-    http.add_sockets(sockets)
-    try:
-        yield f"http://127.0.0.1:{sockets[0].getsockname()[1]}"
-    finally:
-        http.stop()
-        await http.close_all_connections()
+    return serving(tornado.web.Application([
+        (r"/(.*)", tornado.web.StaticFileHandler,
+         {"path": str(site), "default_filename": "index.html"})]))
 
 
 WAIT_MS = 15_000
@@ -259,7 +249,11 @@ async def test_the_site_in_chromium(site: Path) -> None:
         assert "tornado_mcp.Server.publish" in [h[0] for h in headings[lower:]]
 
         await page.locator("label.md-search__icon, .md-search__input").first.click()
-        await page.locator("input.md-search__input").fill("track_subscriptions")
+        # The index loads in a worker; a query typed before it is ready is not run again,
+        # and the search runs on key presses (as a reader types), not on a filled value.
+        await expect(page.locator(".md-search-result__meta")).to_have_text(
+            "Type to start searching", timeout=WAIT_MS)
+        await page.locator("input.md-search__input").press_sequentially("track_subscriptions")
         await expect(page.locator(".md-search-result__item").first).to_be_visible(
             timeout=WAIT_MS)
 
