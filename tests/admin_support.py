@@ -65,11 +65,12 @@ async def running_admin(
     app_settings: dict[str, Any] | None = None,
     failure_limits: admin_ui.FailureLimits | None = None,
     xheaders: bool = False,
+    server: Server | None = None,
     **options: Any,
 ) -> AsyncIterator[Running]:
     """``failure_limits`` goes to ``admin_ui.mount``, ``xheaders`` to the ``HTTPServer``,
-    the other keywords to the ``Transport``."""
-    transport = Transport(make_server(), **options)
+    the other keywords to the ``Transport`` (of ``server``, else :func:`make_server`'s)."""
+    transport = Transport(server or make_server(), **options)
     app = tornado.web.Application(transport.routes("/mcp"), **(app_settings or {}))
     admin_ui.mount(app, transport, "/admin", token=TOKEN, read_only=read_only,
                    failure_limits=failure_limits)
@@ -143,8 +144,10 @@ async def open_session(client: httpx.AsyncClient, mcp_url: str, client_name: str
     return session_id
 
 
-def listen_request(request_id: str = "listen-1") -> tuple[dict[str, str], dict[str, Any]]:
-    """Headers and body of a modern ``subscriptions/listen`` request."""
+def listen_request(request_id: str = "listen-1", notifications: dict[str, Any] | None = None
+                   ) -> tuple[dict[str, str], dict[str, Any]]:
+    """Headers and body of a modern ``subscriptions/listen`` request (for
+    ``notifications``, by default ``{"toolsListChanged": True}``)."""
     headers = {
         "Content-Type": "application/json",
         "Accept": ACCEPT_BOTH,
@@ -156,7 +159,7 @@ def listen_request(request_id: str = "listen-1") -> tuple[dict[str, str], dict[s
         "id": request_id,
         "method": "subscriptions/listen",
         "params": {
-            "notifications": {"toolsListChanged": True},
+            "notifications": notifications or {"toolsListChanged": True},
             "_meta": {
                 "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
                 "io.modelcontextprotocol/clientCapabilities": {},

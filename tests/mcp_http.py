@@ -296,6 +296,20 @@ def loopback_sockets() -> list[socket.socket]:
 
 
 @contextlib.asynccontextmanager
+async def serving(app: tornado.web.Application) -> AsyncIterator[str]:
+    """Serve any Tornado ``app`` on an ephemeral loopback port for the duration of the
+    block; yields its origin (``http://127.0.0.1:PORT``)."""
+    http = tornado.httpserver.HTTPServer(app)
+    sockets = loopback_sockets()
+    http.add_sockets(sockets)
+    try:
+        yield f"http://127.0.0.1:{sockets[0].getsockname()[1]}"
+    finally:
+        http.stop()
+        await http.close_all_connections()
+
+
+@contextlib.asynccontextmanager
 async def running(server: Server, *, transport: Transport | None = None,
                   extra_routes: Callable[[Transport], list[Any]] | None = None,
                   sockets: list[socket.socket] | None = None,

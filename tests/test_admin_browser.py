@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 import pytest
@@ -18,6 +19,7 @@ from admin_support import (
     Running,
     initialize,
     listen_request,
+    make_server,
     open_session,
     running_admin,
 )
@@ -54,9 +56,11 @@ def fmt_bytes(n: int) -> str:
 
 
 @contextlib.asynccontextmanager
-async def held_listen_stream(client: httpx.AsyncClient, srv: Running) -> AsyncIterator[None]:
+async def held_listen_stream(client: httpx.AsyncClient, srv: Running,
+                             notifications: dict[str, Any] | None = None
+                             ) -> AsyncIterator[None]:
     """A ``subscriptions/listen`` request held open until the block ends (then dropped)."""
-    headers, body = listen_request("listen-1")
+    headers, body = listen_request("listen-1", notifications)
     async with client.stream("POST", srv.mcp, json=body, headers=headers) as resp:
         assert resp.status_code == 200
         yield
@@ -177,3 +181,25 @@ async def test_read_only_page_has_no_controls(browser: object) -> None:
         await expect(page.locator("#limit-max_sessions")).to_have_value("10000")
         await page.close()
 
+
+
+async def test_a_stream_watching_two_uris_shows_them_as_its_filter(browser: object) -> None:
+    """A listen stream that asked for two resources and no list changes: its filter is the
+    two URIs, not "nothing"."""
+    server = make_server()
+    server.track_subscriptions()  # offers resources/subscribe: listen streams keep URIs
+    async with running_admin(server=server) as srv, httpx.AsyncClient(timeout=20) as client:
+        page = await browser.new_page(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
+        await page.goto(f"{srv.admin}/login")
+        await page.fill("input[name=token]", TOKEN)
+        await page.click("button[type=submit]")
+        streams = page.locator("#streams-table tbody tr")
+        uris = ["note://groceries", "note://todo"]
+        async with held_listen_stream(client, srv, {"resourceSubscriptions": uris}):
+            await expect(streams).to_have_count(1, timeout=WAIT_MS)
+            honored = streams.first.locator("td").nth(3)
+            await expect(honored).to_have_text("resources: 2 URIs")
+            await streams.first.get_by_role("button", name="URIs").click()
+            for uri in uris:
+                await expect(page.locator("#stream-detail-uris")).to_contain_text(uri)
+        await page.close()

@@ -1,5 +1,6 @@
-"""The Python blocks of docs/tools.md and the testing section of docs/getting-started.md
-run as written (blocks fenced ``python fragment`` are excerpts and are only compiled)."""
+"""The Python blocks of docs/tools.md run as written, each on its own (blocks fenced
+``python fragment`` are excerpts and are only compiled).  The testing section of
+docs/getting-started.md is files the reader saves: tests/test_docs_run.py runs them."""
 
 from __future__ import annotations
 
@@ -21,8 +22,7 @@ def blocks(name: str, section: str | None) -> list[tuple[bool, str]]:
     return [(bool(m[1]), m[2]) for m in FENCE.finditer(text)]
 
 
-@pytest.mark.parametrize("name, section", [("tools.md", None),
-                                           ("getting-started.md", "Testing your tools")])
+@pytest.mark.parametrize("name, section", [("tools.md", None)])
 def test_python_blocks_run(name: str, section: str | None, tmp_path: Path) -> None:
     found = blocks(name, section)
     assert found

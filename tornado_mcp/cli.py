@@ -80,7 +80,7 @@ def add_option_flags(parser: argparse.ArgumentParser) -> None:
                              "is 65536)")
     parser.add_argument("--log-level", default="info")
     parser.add_argument("--uvloop", action="store_true",
-                        help="run on uvloop (pip install 'tornado-mcp[speed]')")
+                        help="run on uvloop (pip install uvloop)")
     parser.add_argument("--redis-url", default=None,
                         help="join the processes sharing this Redis (notifications, limits, "
                              "sessions, tasks, stream events, requestState key; "
@@ -173,7 +173,7 @@ def serve(server: Server, args: argparse.Namespace,
         try:
             import uvloop
         except ImportError:
-            print("error: --uvloop needs uvloop (pip install 'tornado-mcp[speed]')",
+            print("error: --uvloop needs uvloop (pip install uvloop)",
                   file=sys.stderr)
             raise SystemExit(2) from None
     unix: tuple[socket.socket, int] | None = None
@@ -291,7 +291,7 @@ def oauth_from_args(args: argparse.Namespace, bound_url: str | None) -> OAuthRes
     try:
         import jwt  # noqa: F401
     except ImportError:
-        print("error: --oauth-issuer needs PyJWT (pip install 'tornado-mcp[oauth]')",
+        print("error: --oauth-issuer needs PyJWT (pip install 'PyJWT[crypto]')",
               file=sys.stderr)
         raise SystemExit(2) from None
     jwks = args.oauth_jwks_url or issuer.rstrip("/") + "/.well-known/jwks.json"

@@ -366,10 +366,17 @@
                         text: p.subject });
   }
 
-  function honoredChips(honored) {
-    const on = Object.entries(honored || {}).filter(([, v]) => v !== false && v !== null);
-    if (!on.length) return el("span", { class: "muted", text: "nothing" });
-    return el("span", {}, ...on.map(([k, v]) => el("span", { class: "chip", title: JSON.stringify(v), text: k })));
+  // The acknowledged filter: its flags (honored) and the resource URIs it watches, which
+  // the listing counts (uri_count) and the "URIs" detail lists.
+  function honoredChips(s) {
+    const on = Object.entries(s.honored || {}).filter(([, v]) => v !== false && v !== null);
+    const chips = on.map(([k, v]) => el("span", { class: "chip", title: JSON.stringify(v), text: k }));
+    if (s.uri_count) {
+      const n = fmtInt(s.uri_count) + (s.uri_count === 1 ? " URI" : " URIs");
+      chips.push(el("span", { class: "chip", title: "resourceSubscriptions: " + n, text: "resources: " + n }));
+    }
+    if (!chips.length) return el("span", { class: "muted", text: "nothing" });
+    return el("span", {}, ...chips);
   }
 
   function streamRow(s, bounds) {
@@ -377,7 +384,7 @@
       el("td", {}, el("code", { title: s.id, text: shortId(s.id) })),
       el("td", {}, el("code", { text: JSON.stringify(s.subscription_id) })),
       el("td", {}, caller(s.principal)),
-      el("td", {}, honoredChips(s.honored)),
+      el("td", {}, honoredChips(s)),
       el("td", { class: "uri-count" }, bounded(s.uri_count, bounds.stream_uri_count, fmtLimit)),
       el("td", { class: "uri-bytes" }, bounded(s.uri_bytes, bounds.stream_uri_bytes, fmtBytes)),
       el("td", { class: "num", title: "max_stream_queue " + fmtLimit(bounds.stream_queue), text: fmtInt(s.queue_depth) }),

@@ -1,6 +1,6 @@
 """Verifying JWT access tokens (RFC 9068) against the issuer's JWKS, with PyJWT.
 
-Needs the ``oauth`` extra (``pip install 'tornado-mcp[oauth]'``).  A token is accepted when
+Needs the ``oauth`` extra (``pip install '.[oauth]'`` in a clone).  A token is accepted when
 
 * it is at most ``max_token_bytes`` long and parses as a JWS;
 * its ``typ`` is one the identity providers in use give their access tokens: RFC 9068's

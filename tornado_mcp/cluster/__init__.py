@@ -21,7 +21,8 @@ each process joins a cluster that shares:
   :class:`~tornado_mcp.cluster.event_store.RedisEventStore` built on the cluster's
   :class:`Link`: one Redis client per process, one view of outages, one liveness signal.
 
-Requires ``pip install 'tornado-mcp[redis]'`` (redis-py's asyncio client).
+Requires the ``redis`` extra (``pip install '.[redis]'`` in a clone: redis-py's asyncio
+client).
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ In a cluster, build it on the cluster's :class:`~tornado_mcp.cluster.link.Link`
 view of outages: while Redis is down nothing is sent (the events written meanwhile are
 lost, so a replay that needs them is refused) and the outage is logged once, by the
 link.  Given a ``url`` instead, the store opens a connection of its own on first use.
-Requires ``pip install 'tornado-mcp[redis]'``.
+Requires the ``redis`` extra (redis-py).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ bare one).  A runner that is gone cannot act, so:
 script that drops expired entries from the index, counts, and stores, atomically.  While
 Redis cannot be reached a task call answers a JSON-RPC error
 (``Service unavailable: the task store (Redis) cannot be reached``), and the outage is
-logged once.  Requires ``pip install 'tornado-mcp[redis]'``.
+logged once.  Requires the ``redis`` extra (redis-py).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""OpenTelemetry spans for MCP requests: a middleware (``pip install 'tornado-mcp[otel]'``).
+"""OpenTelemetry spans for MCP requests: a middleware (the ``otel`` extra).
 
 ::
 

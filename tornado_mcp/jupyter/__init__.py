@@ -1,6 +1,6 @@
 """MCP inside Jupyter Server: the real endpoint on Jupyter's own app, loop and login.
 
-Install with ``pip install 'tornado-mcp[jupyter]'`` and enable it::
+Install the ``jupyter`` extra (``pip install '.[jupyter]'`` in a clone) and enable it::
 
     jupyter server --ServerApp.jpserver_extensions="{'tornado_mcp.jupyter': True}"
 

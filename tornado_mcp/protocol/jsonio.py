@@ -1,6 +1,6 @@
 r"""One place for JSON: fast encoding and bounded decoding.
 
-``orjson`` is used when it is installed (``pip install tornado-mcp[speed]``); the standard
+``orjson`` is used when it is installed (the ``speed`` extra); the standard
 library serves otherwise, with the same results.  Decoding enforces the nesting bound, and
 :func:`count_values_exceeds` walks a parsed value without ever queuing more than the limit.
 
