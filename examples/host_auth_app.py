@@ -36,6 +36,7 @@ import secrets
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 import tornado.escape
 import tornado.httpserver
@@ -166,18 +167,23 @@ def sign_in(base_url: str) -> SignIn:
                                 else ()))
 
 
-def make_app(cookie_secret: str, base_url: str | None = None,
-             signin: SignIn | None = None) -> tornado.web.Application:
+def make_app(cookie_secret: str, base_url: str | None = None) -> tornado.web.Application:
     """The app; with ``base_url`` (its public URL) assistants sign in through OAuth too."""
-    if base_url is not None and signin is None:
-        signin = sign_in(base_url)
+    return build(cookie_secret, sign_in(base_url) if base_url is not None else None)[0]
+
+
+def build(cookie_secret: str, signin: SignIn | None, **options: Any
+          ) -> tuple[tornado.web.Application, Transport]:
+    """The app and its MCP transport (``options``: transport options), protected by the
+    cookie and, with ``signin``, by the app's own OAuth authorization server too."""
     oauth = signin.protect("/mcp") if signin is not None else None
-    transport = Transport(mcp, hide_unauthorized=True, oauth=oauth)
-    return tornado.web.Application(
+    transport = Transport(mcp, hide_unauthorized=True, oauth=oauth, **options)
+    app = tornado.web.Application(
         [(r"/", HomeHandler), (r"/login", LoginHandler), (r"/logout", LogoutHandler),
          *transport.routes("/mcp", handler=AppMCPHandler),
          *(signin.routes(transport) if signin is not None else ())],
         cookie_secret=cookie_secret, xsrf_cookies=True, login_url="/login")
+    return app, transport
 
 
 async def main(port: int, unix_socket: str | None = None,

@@ -41,6 +41,7 @@ from tornado.netutil import DefaultLoopResolver, Resolver
 from tornado.simple_httpclient import SimpleAsyncHTTPClient
 
 from ..auth.quietlog import Throttled
+from ..protocol import Refusal
 from .policy import Policy
 from .records import METADATA_DOCUMENT, Client
 from .registration import MetadataError, parse, validate
@@ -152,8 +153,8 @@ class MetadataDocuments:
         try:
             async with self._slots:
                 self.fetches += 1
-                response = await self._get(url)
-            client = self._client(url, response.body)
+                response, body = await self._get(url)
+            client = self._client(url, body)
         except MetadataError as exc:
             self._keep(url, exc, FAILURE_TTL)
             self._failures.log(logging.INFO, "refused the client metadata document at %s: %s",
@@ -162,23 +163,40 @@ class MetadataDocuments:
         self._keep(url, client, _ttl(response))
         return client
 
-    async def _get(self, url: str) -> HTTPResponse:
+    async def _get(self, url: str) -> tuple[HTTPResponse, bytes]:
+        """The response and its body, read only up to ``max_bytes``."""
+        limit = self.max_bytes()
+        chunks: list[bytes] = []
+        size = [0]
+
+        def take(chunk: bytes) -> None:
+            size[0] += len(chunk)
+            if size[0] > limit:
+                raise _TooLarge  # ends the fetch; its connection is dropped
+            chunks.append(chunk)
+
         resolver = PublicResolver(allow_private=self.policy.metadata_document_private_addresses)
-        http = SimpleAsyncHTTPClient(force_instance=True, resolver=resolver,
-                                     max_body_size=self.max_bytes())
+        # The body is read in chunks and cut off past ``limit`` by ``take``, whatever
+        # length the server declares (so a declared length is never refused unread: a
+        # lie past the bound is caught as it arrives, and counted the same way).
+        http = SimpleAsyncHTTPClient(force_instance=True, resolver=resolver)
         request = HTTPRequest(url, headers={"Accept": "application/json"},
                               follow_redirects=False, connect_timeout=self.timeout,
-                              request_timeout=self.timeout, ca_certs=self.ca_certs)
+                              request_timeout=self.timeout, ca_certs=self.ca_certs,
+                              streaming_callback=take)
         try:
-            return await http.fetch(request)
-        except HTTPClientError as exc:
-            raise MetadataError("invalid_client",
-                                f"the client metadata document answered {exc.code}") from None
-        except (OSError, HTTPInputError, StreamClosedError, ValueError) as exc:
-            reason = "is too large" if "too" in str(exc).lower() else f"could not be " \
-                f"fetched ({type(exc).__name__}: {exc})"
-            raise MetadataError("invalid_client",
-                                f"the client metadata document {reason}") from None
+            return await http.fetch(request), b"".join(chunks)
+        except (HTTPClientError, OSError, HTTPInputError, StreamClosedError, ValueError,
+                _TooLarge) as exc:
+            if size[0] > limit or isinstance(exc, _TooLarge):
+                raise MetadataError("invalid_client", f"the client metadata document exceeds "
+                                    f"{limit} bytes",
+                                    Refusal.OAUTH_MAX_CLIENT_METADATA_BYTES) from None
+            if isinstance(exc, HTTPClientError) and exc.code != 599:
+                raise MetadataError("invalid_client", f"the client metadata document "
+                                    f"answered {exc.code}") from None
+            raise MetadataError("invalid_client", f"the client metadata document could not "
+                                f"be fetched ({exc})") from None
         finally:
             http.close()
 
@@ -191,6 +209,10 @@ class MetadataDocuments:
             raise MetadataError("invalid_client", "a metadata document may not carry a secret")
         meta = validate(data, self.policy, self.max_redirect_uris(), public_only=True)
         return Client(url, meta, None, int(time.time()), METADATA_DOCUMENT)
+
+
+class _TooLarge(Exception):
+    """A metadata document past its byte bound, while it is being read."""
 
 
 def _ttl(response: HTTPResponse) -> float:

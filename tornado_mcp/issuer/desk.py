@@ -18,6 +18,9 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
+from authlib.oauth2 import OAuth2Error
+from authlib.oauth2.rfc6749 import InvalidRequestError
+
 from ..options import TransportOptions
 from ..protocol import Refusal
 from ..protocol.auth_errors import InvalidToken
@@ -52,11 +55,30 @@ class Desk:
             lambda: self.options.oauth_max_redirect_uris, ca_certs=ca_certs)
 
     def _run(self, pending: Pending, fn: Callable[[], Any]) -> Any:
+        """``fn`` (a call into authlib) over ``pending``.  authlib repeats some of the
+        request's values in its error descriptions, and refuses (``ValueError``) to make an
+        error whose description holds a character RFC 6749 forbids there (``"``, ``\\``):
+        such a request is answered ``invalid_request`` instead."""
         token = CURRENT.set(pending)
         try:
             return fn()
+        except ValueError as exc:
+            if "forbidden characters" not in str(exc):
+                raise
+            raise InvalidRequestError("the request holds characters this server does "
+                                      "not accept") from None
         finally:
             CURRENT.reset(token)
+
+    def _endpoint(self, pending: Pending, fn: Callable[[], Any]) -> Response:
+        """:meth:`_run` for the token, registration and revocation endpoints, which
+        answer every refusal as JSON."""
+        try:
+            done: Response = self._run(pending, fn)
+        except OAuth2Error as exc:
+            status, body, headers = exc(None)
+            return Response(status, dict(body), list(headers))
+        return done
 
     # -- clients --------------------------------------------------------------------------
     async def find_client(self, client_id: str) -> Client | None:
@@ -103,7 +125,7 @@ class Desk:
             return 400, {"error": exc.error, "error_description": exc.description}, headers
         pending = Pending(metadata=meta)
         call.json = data
-        done: Response = self._run(pending, lambda: self.oauth.create_endpoint_response(
+        done = self._endpoint(pending, lambda: self.oauth.create_endpoint_response(
             "client_registration", call))
         status, answer, extra = done.status, done.body, done.headers
         if status != 201 or pending.registered is None:
@@ -134,7 +156,7 @@ class Desk:
                 pending.clients[client_id] = None
         token = (call.form.get("token") or [""])[0]
         pending.revocable = await self._grant_of(token) if token else None
-        done: Response = self._run(pending, lambda: self.oauth.create_endpoint_response(
+        done = self._endpoint(pending, lambda: self.oauth.create_endpoint_response(
             "revocation", call))
         status, body, headers = done.status, done.body, done.headers
         if pending.revoke is not None:

@@ -148,6 +148,8 @@ class Issuer(Desk):
         try:
             await self._load_client(pending, (params.get("client_id") or [""])[0])
         except MetadataError as exc:
+            if exc.refusal is not None:
+                self.count(exc.refusal)
             return Answer(400, {"error": "invalid_client",
                                 "error_description": clean(exc.description)}, page=True)
         pending.allowed = await self.allowed(subject)
@@ -159,12 +161,13 @@ class Issuer(Desk):
             refusal = self.policy.client_refusal(client)
             if refusal is not None:
                 raise OAuth2Error(clean(refusal), error="access_denied",
-                                  redirect_uri=grant.redirect_uri, state=grant.request.state)
+                                  redirect_uri=grant.redirect_uri,
+                                  state=grant.request.payload.state)
             resource = self._resource(params.get("resource"))
             if resource is None:
                 raise OAuth2Error("resource must name one endpoint of this server",
                                   error="invalid_target", redirect_uri=grant.redirect_uri,
-                                  state=grant.request.state)
+                                  state=grant.request.payload.state)
         except OAuth2Error as exc:
             return self._error(call, exc)
         asked = set((params.get("scope") or [""])[0].split())
@@ -235,7 +238,7 @@ class Issuer(Desk):
         return self._respond(call, pending)
 
     def _respond(self, call: Call, pending: Pending) -> Answer:
-        done: Response = self._run(pending, lambda: self.oauth.create_token_response(
+        done = self._endpoint(pending, lambda: self.oauth.create_token_response(
             Request(call)))
         return Answer(done.status, done.body if isinstance(done.body, dict) else None,
                       done.headers)

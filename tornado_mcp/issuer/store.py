@@ -120,7 +120,8 @@ class IssuerStore(Protocol):
 
     # -- rate limits ----------------------------------------------------------------------
     async def hit(self, bucket: str, window: float) -> int:
-        """Count one event in ``bucket``'s current ``window``-second window; the count."""
+        """Count one event in ``bucket``; the events counted since the bucket's window
+        opened, which its first event does, for ``window`` seconds."""
         ...
 
 
@@ -285,10 +286,12 @@ class MemoryStore:
 
     # -- rate limits ----------------------------------------------------------------------
     async def hit(self, bucket: str, window: float) -> int:
-        slot = time.monotonic() // window
-        start, count = self._buckets.get(bucket, (slot, 0))
-        count = count + 1 if start == slot else 1
-        self._buckets[bucket] = (slot, count)
+        t = time.monotonic()
+        start, count = self._buckets.get(bucket, (t, 0))
+        if t - start >= window:
+            start, count = t, 0
+        count += 1
+        self._buckets[bucket] = (start, count)
         self._buckets.move_to_end(bucket)
         while len(self._buckets) > MAX_BUCKETS:
             self._buckets.popitem(last=False)
