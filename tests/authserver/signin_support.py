@@ -77,10 +77,22 @@ class App:
     signin: SignIn
     transport: Transport
     clients: list[httpx.AsyncClient] = field(default_factory=list)
+    #: The public URL when it is not ``base`` (processes of a cluster share one).
+    public: str = ""
 
     @property
     def mcp(self) -> str:
+        """Where this app's endpoint is reached."""
         return self.base + "/mcp"
+
+    @property
+    def issuer(self) -> str:
+        return self.public or self.base
+
+    @property
+    def resource(self) -> str:
+        """The endpoint's canonical URL (what tokens are meant for)."""
+        return self.issuer + "/mcp"
 
     @property
     def refusals(self) -> dict[str, int]:
@@ -118,7 +130,7 @@ class App:
         base = {"response_type": "code", "client_id": client["client_id"],
                 "redirect_uri": REDIRECT, "state": secrets.token_urlsafe(8),
                 "code_challenge": challenge, "code_challenge_method": "S256",
-                "resource": self.mcp, "scope": "notes"}
+                "resource": self.resource, "scope": "notes"}
         base.update(params)
         return Flow(client["client_id"], verifier, challenge,
                     {k: v for k, v in base.items() if v is not None},
@@ -145,14 +157,14 @@ class App:
         location = r.headers["location"]
         assert location.startswith(flow.params["redirect_uri"].split("?")[0]), location
         query = query_of(location)
-        assert query["state"] == flow.params["state"] and query["iss"] == self.base
+        assert query["state"] == flow.params["state"] and query["iss"] == self.issuer
         return query["code"]
 
     async def token(self, flow: Flow, code: str, **extra: str | None) -> httpx.Response:
         data: dict[str, str | None] = {
             "grant_type": "authorization_code", "code": code,
             "redirect_uri": flow.params["redirect_uri"], "client_id": flow.client_id,
-            "code_verifier": flow.verifier, "resource": self.mcp}
+            "code_verifier": flow.verifier, "resource": self.resource}
         if flow.secret:
             data["client_secret"] = flow.secret
         data.update(extra)

@@ -21,6 +21,7 @@ per-client configuration and the bounds: ``docs/auth.md``, "Let your users' assi
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -30,6 +31,7 @@ from urllib.parse import urlsplit
 import jinja2
 import tornado.web
 
+from ..auth.quietlog import Throttled
 from ..auth.resource import OAuthResource, canonical_resource
 from ..issuer.keys import KeyRing
 from ..issuer.policy import Policy, is_loopback
@@ -112,6 +114,8 @@ class SignIn:
         self.store: IssuerStore = store if store is not None else MemoryStore()
         #: Refusals counted before :meth:`routes` is given a transport (and without one).
         self.refusals: Counter[str] = Counter()
+        #: Store outages are logged, one line a minute.
+        self.outage = Throttled(logging.getLogger("tornado_mcp.authserver"))
         self._count: Callable[[Refusal], None] = self._count_here
         options = TransportOptions()
         offered = dict(scopes) if isinstance(scopes, Mapping) else dict.fromkeys(scopes, "")

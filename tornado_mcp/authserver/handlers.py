@@ -11,15 +11,18 @@ the Inspector's web page, discovers and registers from its own origin).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import tornado.web
 from tornado import httputil
 
 from ..issuer.glue import Call
+from ..issuer.store import StoreUnavailable
 from ..protocol import Refusal
 
 if TYPE_CHECKING:
@@ -51,6 +54,24 @@ def reason(status: int) -> str:
         return "Error"
 
 
+Method = TypeVar("Method", bound=Callable[..., Awaitable[None]])
+
+
+def guarded(method: Method) -> Method:
+    """An endpoint method that answers 503 (``Retry-After: 5``) when the store cannot be
+    reached, instead of failing: nothing was written, the client may simply retry."""
+    @functools.wraps(method)
+    async def run(self: Any, *args: Any) -> None:
+        try:
+            await method(self, *args)
+        except StoreUnavailable as exc:
+            self.signin.outage.log(logging.WARNING, "the sign-in store cannot be reached "
+                                   "(%s): answering 503", exc)
+            self.set_header("Retry-After", "5")
+            self.unavailable()
+    return run  # type: ignore[return-value]
+
+
 class JSONEndpoint(tornado.web.RequestHandler):
     """Base of the JSON endpoints: headers, CORS, errors as JSON."""
 
@@ -76,6 +97,10 @@ class JSONEndpoint(tornado.web.RequestHandler):
         self.set_header("Access-Control-Max-Age", "600")
         self.set_status(204)
         self.finish()
+
+    def unavailable(self) -> None:
+        self.answer(503, {"error": "temporarily_unavailable", "error_description":
+                          "the authorization server cannot reach its store; retry shortly"})
 
     def answer(self, status: int, body: dict[str, Any] | None,
                headers: list[tuple[str, str]] | None = None) -> None:
@@ -103,6 +128,7 @@ class MetadataHandler(JSONEndpoint):
 class JWKSHandler(JSONEndpoint):
     """The public keys access tokens are signed with (``jwks_uri``)."""
 
+    @guarded
     async def get(self) -> None:
         await self.signin.issuer.ring.signer()  # the first key exists once asked for
         self.set_header("Cache-Control", "max-age=60")
@@ -162,6 +188,7 @@ class BodyEndpoint(JSONEndpoint):
 class TokenHandler(BodyEndpoint):
     """The token endpoint: a code (PKCE) or a refresh token for an access token."""
 
+    @guarded
     async def post(self) -> None:
         issuer = self.signin.issuer
         answer = await issuer.token(call_of(self, issuer.urls["token"], form=self.form()))
@@ -171,6 +198,7 @@ class TokenHandler(BodyEndpoint):
 class RevokeHandler(BodyEndpoint):
     """The revocation endpoint (RFC 7009)."""
 
+    @guarded
     async def post(self) -> None:
         issuer = self.signin.issuer
         self.answer(*await issuer.revoke(call_of(self, issuer.urls["revoke"],
@@ -186,6 +214,7 @@ class RegisterHandler(BodyEndpoint):
     def refused_large(self) -> None:
         self.signin.count(Refusal.OAUTH_MAX_CLIENT_METADATA_BYTES)
 
+    @guarded
     async def post(self) -> None:
         issuer = self.signin.issuer
         call = call_of(self, issuer.urls["register"])

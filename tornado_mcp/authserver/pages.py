@@ -24,7 +24,7 @@ from markupsafe import Markup
 
 from ..issuer.records import METADATA_DOCUMENT
 from ..issuer.server import Answer, Consent
-from .handlers import call_of, reason
+from .handlers import call_of, guarded, reason
 
 if TYPE_CHECKING:
     from . import SignIn
@@ -102,7 +102,12 @@ class AuthorizePage(tornado.web.RequestHandler):
         self.error_page(status_code, "server_error" if status_code >= 500
                         else "invalid_request", reason(status_code))
 
+    def unavailable(self) -> None:
+        self.error_page(503, "temporarily_unavailable",
+                        "sign-in is unavailable for a moment; try again shortly")
+
     # -- GET: the consent page ------------------------------------------------------------
+    @guarded
     async def get(self) -> None:
         if len(self.request.query) > MAX_QUERY_BYTES:
             self.error_page(414, "invalid_request", "the authorization request is too long")
@@ -135,6 +140,7 @@ class AuthorizePage(tornado.web.RequestHandler):
             else "")
 
     # -- POST: the user's answer ----------------------------------------------------------
+    @guarded
     async def post(self) -> None:
         if len(self.request.body) > MAX_CONSENT_FORM_BYTES:
             self.error_page(413, "invalid_request", "the consent form is too large")

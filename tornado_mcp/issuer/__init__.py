@@ -11,11 +11,24 @@ side, and the one object an application makes, is :class:`tornado_mcp.authserver
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .keys import KeyRing
 from .policy import KNOWN_CLIENT_HOSTS, KNOWN_CLIENT_SCHEMES, Policy
 from .records import Client, Grant
-from .store import IssuerStore, MemoryStore
+from .store import IssuerStore, MemoryStore, StoreUnavailable
 from .tokens import IssuedTokens
 
+if TYPE_CHECKING:
+    from .redis_store import RedisStore
+
 __all__ = ["KNOWN_CLIENT_HOSTS", "KNOWN_CLIENT_SCHEMES", "Client", "Grant", "IssuedTokens",
-           "IssuerStore", "KeyRing", "MemoryStore", "Policy"]
+           "IssuerStore", "KeyRing", "MemoryStore", "Policy", "RedisStore", "StoreUnavailable"]
+
+
+def __getattr__(name: str) -> Any:
+    """``RedisStore`` is imported on first use: it needs redis-py (the ``redis`` extra)."""
+    if name == "RedisStore":
+        from .redis_store import RedisStore
+        return RedisStore
+    raise AttributeError(name)

@@ -3,7 +3,9 @@
 :class:`KeyRing` keeps the ring in the store, so every process of a cluster signs with
 the same key and verifies what any other signed.  A key signs for ``rotate_after``
 seconds; the next token signed after that makes a new key (one process adds it: the
-store's compare-and-set) and the old one keeps verifying.  A key is dropped once every
+store's compare-and-set), which is published :data:`PUBLISH_DELAY` seconds before it signs
+(so a process meeting its first token can already read it) while the old one keeps
+signing, then verifying.  A key is dropped once every
 token it signed has expired: ``max_token_age`` seconds (the access-token lifetime plus
 the leeway) after the key that replaced it was made.  :meth:`KeyRing.rotate` rotates at
 once (a key that may have leaked: it verifies for ``max_token_age`` more seconds, then
@@ -21,7 +23,7 @@ from typing import Any
 from joserfc.jwk import ECKey, KeySet, RSAKey
 
 from .records import SigningKey
-from .store import IssuerStore
+from .store import IssuerStore, StoreUnavailable
 
 #: The algorithms a ring can sign with, and the keys they need.
 ALGORITHMS = ("RS256", "PS256", "ES256")
@@ -30,6 +32,9 @@ ALGORITHMS = ("RS256", "PS256", "ES256")
 RELOAD_INTERVAL = 1.0
 #: How old this process's copy of the ring may get before signing reads it again.
 SIGNER_REFRESH = 30.0
+#: Seconds a new key is published before it signs (the first key excepted): every process
+#: that meets its ``kid`` may then read the ring again (:data:`RELOAD_INTERVAL`) and find it.
+PUBLISH_DELAY = 2 * RELOAD_INTERVAL
 
 Key = RSAKey | ECKey
 
@@ -93,7 +98,12 @@ class KeyRing:
     async def _load(self) -> None:
         self._loaded_at = time.monotonic()
         self.loads += 1
-        records = await self.store.signing_keys()
+        try:
+            records = await self.store.signing_keys()
+        except StoreUnavailable:
+            if not self._records:
+                raise  # no key at all yet: nothing to sign or verify with
+            return  # keep the keys we have
         self._keys = {r.kid: self._keys.get(r.kid) or _import(r) for r in records}
         self._records = records
 
@@ -123,8 +133,14 @@ class KeyRing:
         newest = self._records[-1] if self._records else None
         if newest is None or time.time() - newest.created >= self.rotate_after:
             await self._rotate(newest.kid if newest else None)
-            newest = self._records[-1]
-        return newest.kid, self._keys[newest.kid]
+        current = self._signing(time.time())
+        return current.kid, self._keys[current.kid]
+
+    def _signing(self, t: float) -> SigningKey:
+        """The key that signs at ``t``: the newest one published for :data:`PUBLISH_DELAY`
+        (a newer one is only verified until then), else the oldest (the first key)."""
+        published = [r for r in self._records if r.created + PUBLISH_DELAY <= t]
+        return published[-1] if published else self._records[0]
 
     async def rotate(self) -> str:
         """Make a new signing key now, keeping the current one for verification; the new

@@ -38,6 +38,11 @@ MAX_BUCKETS = 10_000
 ROTATED, REUSED, UNKNOWN = "rotated", "reused", "unknown"
 
 
+class StoreUnavailable(Exception):
+    """The store cannot be reached now (Redis is down): the authorization server answers
+    503 and tries again on the next request; nothing is lost or half written."""
+
+
 class IssuerStore(Protocol):
     """What the authorization server needs of a store."""
 
@@ -93,8 +98,8 @@ class IssuerStore(Protocol):
     async def rotate_refresh(self, grant_id: str, old_hash: str, new_hash: str,
                              expires: int, scopes: tuple[str, ...]) -> str:
         """One refresh: :data:`ROTATED` when ``old_hash`` is the grant's current token (it
-        becomes ``new_hash``), :data:`REUSED` when it is one already rotated (the grant is
-        then gone), :data:`UNKNOWN` otherwise."""
+        becomes ``new_hash``), :data:`REUSED` when it is one already rotated, :data:`UNKNOWN`
+        otherwise.  An empty ``new_hash`` only asks which (nothing rotates)."""
         ...
 
     async def revoke(self, grant_ids: list[str], until: float) -> None:
@@ -243,7 +248,7 @@ class MemoryStore:
         if grant is None:
             return UNKNOWN
         used = self._used_refresh.setdefault(grant_id, [])
-        if hmac.compare_digest(grant.refresh_hash, old_hash):
+        if new_hash and hmac.compare_digest(grant.refresh_hash, old_hash):
             used.append(old_hash)
             del used[:-USED_REFRESH_KEPT]
             self._grants[grant_id] = replace(grant, refresh_hash=new_hash, expires=expires,

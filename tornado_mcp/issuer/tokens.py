@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import time
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -28,12 +29,13 @@ from typing import Any
 from joserfc import jws, jwt
 from joserfc.errors import JoseError
 
+from ..auth.quietlog import Throttled
 from ..auth.verifier import principal_of
-from ..protocol.auth_errors import InvalidToken
+from ..protocol.auth_errors import InvalidToken, VerifierBusy
 from ..protocol.identity import Principal
 from .keys import Key, KeyRing
 from .records import new_secret
-from .store import IssuerStore
+from .store import IssuerStore, StoreUnavailable
 
 #: The ``typ`` of the server's access tokens (RFC 9068 §2.1).
 ACCESS_TOKEN_TYPE = "at+jwt"
@@ -66,6 +68,7 @@ class Revocations:
         self._cursor: str | None = None
         self._synced_at: float | None = None
         self._syncing: asyncio.Future[None] | None = None
+        self._outage = Throttled(logging.getLogger("tornado_mcp.authserver"))
 
     def note(self, grant_ids: Iterable[str], until: float) -> None:
         """Grants this process revoked itself: refused at once, before the next read."""
@@ -90,7 +93,12 @@ class Revocations:
 
     async def _sync(self) -> None:
         self._synced_at = time.monotonic()
-        found, self._cursor = await self.store.revocations(self._cursor)
+        try:
+            found, self._cursor = await self.store.revocations(self._cursor)
+        except StoreUnavailable as exc:  # keep what we have; try again next time
+            self._outage.log(logging.WARNING, "could not read revoked grants (%s); "
+                             "checking against the ones known so far", exc)
+            return
         self.revoked.update(found)
         t = time.time()
         if len(self.revoked) > 64 or found:
@@ -154,7 +162,10 @@ class IssuedTokens:
         alg, kid = header.get("alg"), header.get("kid")
         if alg != self.ring.algorithm or not isinstance(kid, str):
             raise InvalidToken("token algorithm not allowed")
-        key = await self.ring.key(kid)
+        try:
+            key = await self.ring.key(kid)
+        except StoreUnavailable:  # no key known yet, and none to be read: not judged
+            raise VerifierBusy("the sign-in store cannot be reached; retry shortly") from None
         if key is None:
             raise InvalidToken("token signing key is unknown")
         try:
