@@ -17,7 +17,9 @@ two ways:
   admins only).
 
 Each user has their own notes; only ``admin`` users may call ``delete_all_notes``
-(``scopes=["notes:admin"]``).
+(``scopes=["notes:admin"]``), and only they see the dashboard at ``/admin`` (the app's
+own login again), which lists the assistants that registered and who let which one in,
+each revocable at once.
 
 Once listening it prints ``MCP endpoint: http://127.0.0.1:PORT/mcp`` (``--port 0`` binds
 an ephemeral port and that line reports it).  ``--base-url https://notes.example.com``
@@ -45,6 +47,7 @@ import tornado.web
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import admin_ui
 from tornado_mcp import Context, MCPHandler, Principal, Server, Transport
 from tornado_mcp.authserver import Policy, SignIn, local_next
 from tornado_mcp.transport import unixsocket
@@ -172,16 +175,26 @@ def make_app(cookie_secret: str, base_url: str | None = None) -> tornado.web.App
     return build(cookie_secret, sign_in(base_url) if base_url is not None else None)[0]
 
 
+def admin_user(handler: tornado.web.RequestHandler) -> str | None:
+    """Who may use the dashboard at /admin: a logged-in admin (the app's own login)."""
+    raw = handler.get_signed_cookie(COOKIE, max_age_days=1)
+    name = raw.decode() if raw else None
+    return name if name in USERS and "notes:admin" in USERS[name][1] else None
+
+
 def build(cookie_secret: str, signin: SignIn | None, **options: Any
           ) -> tuple[tornado.web.Application, Transport]:
     """The app and its MCP transport (``options``: transport options), protected by the
-    cookie and, with ``signin``, by the app's own OAuth authorization server too."""
+    cookie and, with ``signin``, by the app's own OAuth authorization server too; admins
+    see the dashboard at /admin, with who let which assistant in."""
     oauth = signin.protect("/mcp") if signin is not None else None
     transport = Transport(mcp, hide_unauthorized=True, oauth=oauth, **options)
     app = tornado.web.Application(
         [(r"/", HomeHandler), (r"/login", LoginHandler), (r"/logout", LogoutHandler),
          *transport.routes("/mcp", handler=AppMCPHandler),
-         *(signin.routes(transport) if signin is not None else ())],
+         *(signin.routes(transport) if signin is not None else ()),
+         *admin_ui.routes(transport, "/admin", authenticate=admin_user, login_url="/login",
+                          signin=signin)],
         cookie_secret=cookie_secret, xsrf_cookies=True, login_url="/login")
     return app, transport
 
