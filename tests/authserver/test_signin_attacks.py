@@ -146,13 +146,14 @@ async def test_a_code_or_grant_for_one_resource_is_not_traded_for_another() -> N
         for resource in (app.base + "/other", "https://evil.example/mcp"):
             r = await app.token(flow, code, resource=resource)
             assert r.status_code == 400 and r.json()["error"] == "invalid_target", resource
-        tokens = (await app.token(flow, code)).json()
+        tokens = (await app.token(flow, code, resource=app.mcp + "/")).json()  # the same one
         r = await app.refresh(flow, tokens["refresh_token"], resource=app.base + "/other")
         assert r.status_code == 400 and r.json()["error"] == "invalid_target"
         # a resource this server does not serve is refused at the authorization endpoint
-        flow = app.flow(await app.register(), resource="https://evil.example/mcp")
-        assert_redirected_error(app, await app.consent(browser, flow), "invalid_target",
-                                flow.params["state"])
+        for resource in ("https://evil.example/mcp", app.mcp + "//", app.mcp + "x"):
+            flow = app.flow(await app.register(), resource=resource)
+            assert_redirected_error(app, await app.consent(browser, flow), "invalid_target",
+                                    flow.params["state"])
 
 
 async def test_a_refresh_token_used_again_after_rotation_ends_the_grant() -> None:

