@@ -178,6 +178,12 @@ class SignIn:
              {"path": str(HERE / "static")}),
         ]
 
+    @property
+    def authorize_path(self) -> str:
+        """The authorization endpoint's path (where the consent form posts: the same host
+        the browser is on, whatever name it reached the app by)."""
+        return f"{self.base_path}{self.prefix}/authorize"
+
     def render(self, name: str, **values: Any) -> str:
         """A page of this server (``consent.html``, ``error.html``)."""
         return self.templates.get_template(name).render(

@@ -135,7 +135,7 @@ class AuthorizePage(tornado.web.RequestHandler):
             resource=consent.resource,
             scopes=[(s, described.get(s, "")) for s in consent.scopes],
             withheld=[(s, described.get(s, "")) for s in consent.withheld],
-            ticket=consent.ticket, action=self.signin.issuer.urls["authorize"],
+            ticket=consent.ticket, action=self.signin.authorize_path,
             xsrf_html=Markup(self.xsrf_form_html()) if self.settings.get("xsrf_cookies")
             else "")
 
