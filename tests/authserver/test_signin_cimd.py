@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -147,7 +148,9 @@ async def test_a_document_that_will_not_do_is_refused_and_the_refusal_cached(
         assert docs.hits == ["/client.json"]  # asked once a minute, however often it comes
 
 
-async def test_a_document_over_the_byte_bound_a_redirect_and_an_error_are_refused() -> None:
+async def test_a_document_over_the_byte_bound_a_redirect_and_an_error_are_refused(
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
     async with documents() as docs, serving(allow_private,
                                             oauth_max_client_metadata_bytes=2000) as app:
         url = docs.url("big.json")
@@ -168,3 +171,5 @@ async def test_a_document_over_the_byte_bound_a_redirect_and_an_error_are_refuse
         assert "/real.json" not in docs.hits
         _b, _f, page = await authorize(app, docs.url("missing.json"))
         assert page.status_code == 400 and "answered 404" in page.text
+    # cutting a document off is no error of ours: nothing at ERROR, no traceback
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info] == []

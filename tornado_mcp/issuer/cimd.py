@@ -186,9 +186,8 @@ class MetadataDocuments:
                               streaming_callback=take)
         try:
             return await http.fetch(request), b"".join(chunks)
-        except (HTTPClientError, OSError, HTTPInputError, StreamClosedError, ValueError,
-                _TooLarge) as exc:
-            if size[0] > limit or isinstance(exc, _TooLarge):
+        except (HTTPClientError, OSError, HTTPInputError, StreamClosedError, ValueError) as exc:
+            if size[0] > limit:
                 raise MetadataError("invalid_client", f"the client metadata document exceeds "
                                     f"{limit} bytes",
                                     Refusal.OAUTH_MAX_CLIENT_METADATA_BYTES) from None
@@ -211,8 +210,10 @@ class MetadataDocuments:
         return Client(url, meta, None, int(time.time()), METADATA_DOCUMENT)
 
 
-class _TooLarge(Exception):
-    """A metadata document past its byte bound, while it is being read."""
+class _TooLarge(HTTPInputError):
+    """A metadata document past its byte bound, while it is being read: an
+    ``HTTPInputError``, which Tornado's connection takes as the end of a malformed message
+    (it closes the connection, logged at INFO), not as a failing callback (an ERROR)."""
 
 
 def _ttl(response: HTTPResponse) -> float:
