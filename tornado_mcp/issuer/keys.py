@@ -23,6 +23,7 @@ from typing import Any
 from joserfc.jwk import ECKey, KeySet, RSAKey
 
 from .records import SigningKey
+from .shared import Shared
 from .store import IssuerStore, StoreUnavailable
 
 #: The algorithms a ring can sign with, and the keys they need.
@@ -79,22 +80,12 @@ class KeyRing:
         self._records: list[SigningKey] = []
         self._keys: dict[str, Key] = {}
         self._loaded_at: float | None = None
-        self._loading: asyncio.Future[None] | None = None
+        #: Read the ring from the store (concurrent callers share one read).
+        self.load = Shared(self._load)
         #: Reads of the ring from the store so far (for tests and the curious).
         self.loads = 0
 
     # -- reading ----------------------------------------------------------------------------
-    async def load(self) -> None:
-        """Read the ring from the store (concurrent callers share one read)."""
-        if self._loading is None:
-            self._loading = asyncio.ensure_future(self._load())
-        fut = self._loading
-        try:
-            await asyncio.shield(fut)
-        finally:
-            if self._loading is fut and fut.done():
-                self._loading = None
-
     async def _load(self) -> None:
         self._loaded_at = time.monotonic()
         self.loads += 1

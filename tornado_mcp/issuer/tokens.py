@@ -18,7 +18,6 @@ from the cache.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
 import time
@@ -35,6 +34,7 @@ from ..protocol.auth_errors import InvalidToken, VerifierBusy
 from ..protocol.identity import Principal
 from .keys import Key, KeyRing
 from .records import new_secret
+from .shared import Shared
 from .store import IssuerStore, StoreUnavailable
 
 #: The ``typ`` of the server's access tokens (RFC 9068 §2.1).
@@ -67,7 +67,9 @@ class Revocations:
         self.revoked: dict[str, float] = {}
         self._cursor: str | None = None
         self._synced_at: float | None = None
-        self._syncing: asyncio.Future[None] | None = None
+        #: Read the revocations since the last read (concurrent callers share one read);
+        #: a store that cannot be read keeps the copy it has.
+        self.sync = Shared(self._sync)
         self._outage = Throttled(logging.getLogger("tornado_mcp.authserver"))
 
     def note(self, grant_ids: Iterable[str], until: float) -> None:
@@ -83,18 +85,6 @@ class Revocations:
         poll = self.store.poll_interval
         return poll > 0 and (self._synced_at is None
                              or time.monotonic() - self._synced_at >= poll)
-
-    async def sync(self) -> None:
-        """Read the revocations since the last read (concurrent callers share one read); a
-        store that cannot be read keeps the copy it has."""
-        if self._syncing is None:
-            self._syncing = asyncio.ensure_future(self._sync())
-        fut = self._syncing
-        try:
-            await asyncio.shield(fut)
-        finally:
-            if self._syncing is fut and fut.done():
-                self._syncing = None
 
     async def _sync(self) -> None:
         self._synced_at = time.monotonic()
