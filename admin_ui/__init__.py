@@ -51,10 +51,12 @@ from .pages import (
     NotFoundHandler,
     PageHandler,
 )
-from .state import STATIC_DIR, AdminState, Authenticate, TransportLike
+from .signin_api import ClientHandler, ClientsHandler, ConsentsHandler
+from .state import STATIC_DIR, AdminState, Authenticate, SignInLike, TransportLike
 from .throttle import FailureLimits
 
-__all__ = ["AdminState", "Authenticate", "FailureLimits", "TransportLike", "mount", "routes"]
+__all__ = ["AdminState", "Authenticate", "FailureLimits", "SignInLike", "TransportLike",
+           "mount", "routes"]
 
 
 def _normalize_prefix(prefix: str) -> str:
@@ -74,6 +76,7 @@ def routes(
     authenticate: Authenticate | None = None,
     login_url: str | None = None,
     failure_limits: FailureLimits | None = None,
+    signin: SignInLike | None = None,
 ) -> list[Rule]:
     """Build the dashboard's routes for ``transport``, all under ``prefix``.
 
@@ -92,13 +95,17 @@ def routes(
     ``failure_limits`` sets how fast wrong tokens may come, per address and overall
     (:class:`FailureLimits`; the defaults are in :mod:`admin_ui.throttle`).
 
+    ``signin``: the app's own authorization server
+    (:class:`tornado_mcp.authserver.SignIn`); the page then lists the assistants that
+    registered and who let which one in, each revocable (:mod:`admin_ui.signin_api`).
+
     Every call builds an independent dashboard with its own login-cookie secret and its own
     plot history, which starts sampling at once inside a running event loop, or on the
     first request otherwise.
     """
     prefix = _normalize_prefix(prefix)
     admin = AdminState(transport, prefix, token, read_only, authenticate, login_url,
-                       failure_limits)
+                       failure_limits, signin)
     admin.history.start_if_loop_running()
     p = re.escape(prefix)
     kw: dict[str, Any] = {"admin": admin}
@@ -119,6 +126,9 @@ def routes(
         url(p + "/api/tools/([^/]+)", ToolHandler, kw),
         url(p + "/api/principals", PrincipalsHandler, kw),
         url(p + "/api/audit", AuditHandler, kw),
+        url(p + "/api/oauth/clients", ClientsHandler, kw),
+        url(p + "/api/oauth/clients/(.+)", ClientHandler, kw),
+        url(p + "/api/oauth/consents", ConsentsHandler, kw),
         url(p + "/api/.*", ApiNotFoundHandler, kw),
         url(p + "/metrics", MetricsHandler, kw),
         url(p + "/static/(.*)", AdminStaticFileHandler, {"path": str(STATIC_DIR), "admin": admin}),
@@ -135,6 +145,7 @@ def mount(
     authenticate: Authenticate | None = None,
     login_url: str | None = None,
     failure_limits: FailureLimits | None = None,
+    signin: SignInLike | None = None,
 ) -> None:
     """Add the dashboard to a running or not-yet-started ``app`` at ``prefix``.
 
@@ -143,4 +154,4 @@ def mount(
     """
     app.add_handlers(r".*", routes(transport, prefix, token=token, read_only=read_only,
                                    authenticate=authenticate, login_url=login_url,
-                                   failure_limits=failure_limits))
+                                   failure_limits=failure_limits, signin=signin))

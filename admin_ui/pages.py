@@ -124,6 +124,9 @@ LIMIT_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Callers and tools", ("rate_limit_per_principal", "max_concurrent_calls_per_principal",
                            "max_audit_entries")),
     ("Authentication", ("max_bearer_token_bytes", "hide_unauthorized")),
+    ("Sign-in (the app's authorization server)", (
+        "oauth_max_clients", "oauth_max_redirect_uris", "oauth_max_client_metadata_bytes",
+        "oauth_registrations_per_minute")),
     ("Cluster", ("cluster_outage_buffer", "forward_idle_timeout")),
 )
 
@@ -159,6 +162,7 @@ class PageHandler(AdminHandler):
             own_login=self.admin.authenticate is None,
             xsrf_token=self.xsrf_for_page(),
             refusal_kinds=REFUSAL_KINDS,
+            signin=self.admin.signin is not None,
         ))
 
 

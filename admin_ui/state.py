@@ -65,13 +65,25 @@ class TransportLike(Protocol):
               outcome: str | None = None, limit: int = 100) -> tuple[AuditRecord, ...]: ...
 
 
+class SignInLike(Protocol):
+    """The part of :class:`tornado_mcp.authserver.SignIn` the dashboard reads and drives."""
+
+    async def clients(self) -> list[dict[str, Any]]: ...
+
+    async def consents(self, subject: str | None = None) -> list[dict[str, Any]]: ...
+
+    async def revoke_consent(self, subject: str, client_id: str) -> int: ...
+
+    async def remove_client(self, client_id: str) -> bool: ...
+
+
 @dataclass(frozen=True)
 class Event:
     """One entry of the audit trail shown on the page (the log has them too)."""
 
     t: float
     actor: str
-    action: str  # "limits", "end_session" or "close_stream"
+    action: str  # "limits", "end_session", "close_stream", "revoke_consent", ...
     detail: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
@@ -84,9 +96,11 @@ class AdminState:
     def __init__(
         self, transport: TransportLike, prefix: str, token: str, read_only: bool,
         authenticate: Authenticate | None = None, login_url: str | None = None,
-        failure_limits: FailureLimits | None = None,
+        failure_limits: FailureLimits | None = None, signin: SignInLike | None = None,
     ) -> None:
         self.transport = transport
+        #: The app's own authorization server, when the dashboard shows its clients.
+        self.signin = signin
         self.prefix = prefix
         self.read_only = read_only
         if authenticate is not None and token:

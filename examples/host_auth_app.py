@@ -1,17 +1,31 @@
-"""A Tornado app whose own cookie login protects its MCP endpoint.
+"""A Tornado app whose own login protects its MCP endpoint, for browsers and assistants.
 
     python examples/host_auth_app.py --port 8888
 
 The app has users, a login form and a signed ``user`` cookie, like many Tornado apps;
-``get_current_user`` reads the cookie.  Its MCP endpoint at ``/mcp`` uses the same login:
-``AppMCPHandler`` extends :class:`~tornado_mcp.MCPHandler` and turns the current user into
-the :class:`~tornado_mcp.Principal` every tool sees as ``ctx.principal``.  A request
-without the cookie gets 401.  Each user has their own notes; only ``admin`` users may
-call ``delete_all_notes`` (``scopes=["notes:admin"]``).
+``get_current_user`` reads the cookie.  Its MCP endpoint at ``/mcp`` uses the same login
+two ways:
+
+* the cookie: ``AppMCPHandler`` extends :class:`~tornado_mcp.MCPHandler` and turns the
+  current user into the :class:`~tornado_mcp.Principal` every tool sees as
+  ``ctx.principal``;
+* OAuth, for the assistants people use (Claude, ChatGPT, VS Code, Cursor, the
+  Inspector): :class:`~tornado_mcp.authserver.SignIn` makes the app's login an OAuth
+  authorization server at ``/oauth``.  A client that gets 401 discovers it, registers,
+  sends the user's browser to ``/login`` and a consent page, and comes back with a token
+  naming the user and the scopes the user may grant (``notes``; ``notes:admin`` for
+  admins only).
+
+Each user has their own notes; only ``admin`` users may call ``delete_all_notes``
+(``scopes=["notes:admin"]``), and only they see the dashboard at ``/admin`` (the app's
+own login again), which lists the assistants that registered and who let which one in,
+each revocable at once.
 
 Once listening it prints ``MCP endpoint: http://127.0.0.1:PORT/mcp`` (``--port 0`` binds
-an ephemeral port and that line reports it); with ``--unix-socket PATH`` it serves on that
-Unix domain socket instead and prints ``MCP endpoint: http+unix://<PATH encoded>/mcp``.
+an ephemeral port and that line reports it).  ``--base-url https://notes.example.com``
+names the app's public URL when it is served behind a proxy (OAuth needs https there).
+With ``--unix-socket PATH`` it serves on that Unix domain socket instead (cookie login
+only) and prints ``MCP endpoint: http+unix://<PATH encoded>/mcp``.
 """
 
 from __future__ import annotations
@@ -24,14 +38,18 @@ import secrets
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
+import tornado.escape
 import tornado.httpserver
 import tornado.netutil
 import tornado.web
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import admin_ui
 from tornado_mcp import Context, MCPHandler, Principal, Server, Transport
+from tornado_mcp.authserver import Policy, SignIn, local_next
 from tornado_mcp.transport import unixsocket
 
 COOKIE = "user"
@@ -64,8 +82,13 @@ class HomeHandler(BaseHandler):
 
 
 class LoginHandler(BaseHandler):
+    """The login form.  ``next`` (where the sign-in page sends the browser back to) is
+    followed only to a path on this app, never to another site."""
+
     def get(self) -> None:
+        target = tornado.escape.xhtml_escape(local_next(self.get_query_argument("next", "/")))
         self.write('<form method="post">' + self.xsrf_form_html()
+                   + f'<input type="hidden" name="next" value="{target}">'
                    + '<input name="name"><input name="password" type="password">'
                      '<button>Log in</button></form>')
 
@@ -77,8 +100,10 @@ class LoginHandler(BaseHandler):
             self.set_status(401)
             self.write("Wrong name or password.\n")
             return
-        self.set_signed_cookie(COOKIE, name, expires_days=1, httponly=True, samesite="Strict")
-        self.redirect("/")
+        # Lax, not Strict: the browser comes back to /oauth/authorize from the assistant's
+        # page, a cross-site navigation that must carry the login.
+        self.set_signed_cookie(COOKIE, name, expires_days=1, httponly=True, samesite="Lax")
+        self.redirect(local_next(self.get_body_argument("next", "/")))
 
 
 class LogoutHandler(BaseHandler):
@@ -132,26 +157,63 @@ def delete_all_notes() -> str:
     return "deleted"
 
 
-def make_app(cookie_secret: str) -> tornado.web.Application:
-    transport = Transport(mcp, hide_unauthorized=True)
-    return tornado.web.Application(
+#: What each scope lets an assistant do (shown on the consent page).
+SCOPES = {"notes": "Read and write your own notes",
+          "notes:admin": "Delete everyone's notes"}
+
+
+def sign_in(base_url: str) -> SignIn:
+    """The app's login as the OAuth authorization server: a user may grant the scopes
+    their role has, no more."""
+    return SignIn(base_url, login=BaseHandler, scopes=SCOPES, app_name="Notes",
+                  policy=Policy(user_scopes=lambda name: USERS[name][1] if name in USERS
+                                else ()))
+
+
+def make_app(cookie_secret: str, base_url: str | None = None) -> tornado.web.Application:
+    """The app; with ``base_url`` (its public URL) assistants sign in through OAuth too."""
+    return build(cookie_secret, sign_in(base_url) if base_url is not None else None)[0]
+
+
+def admin_user(handler: tornado.web.RequestHandler) -> str | None:
+    """Who may use the dashboard at /admin: a logged-in admin (the app's own login)."""
+    raw = handler.get_signed_cookie(COOKIE, max_age_days=1)
+    name = raw.decode() if raw else None
+    return name if name in USERS and "notes:admin" in USERS[name][1] else None
+
+
+def build(cookie_secret: str, signin: SignIn | None, **options: Any
+          ) -> tuple[tornado.web.Application, Transport]:
+    """The app and its MCP transport (``options``: transport options; the tools a caller
+    may not call are hidden unless ``hide_unauthorized=False``), protected by the cookie
+    and, with ``signin``, by the app's own OAuth authorization server too; admins see the
+    dashboard at /admin, with who let which assistant in."""
+    oauth = signin.protect("/mcp") if signin is not None else None
+    transport = Transport(mcp, oauth=oauth, **{"hide_unauthorized": True, **options})
+    app = tornado.web.Application(
         [(r"/", HomeHandler), (r"/login", LoginHandler), (r"/logout", LogoutHandler),
-         *transport.routes("/mcp", handler=AppMCPHandler)],
+         *transport.routes("/mcp", handler=AppMCPHandler),
+         *(signin.routes(transport) if signin is not None else ()),
+         *admin_ui.routes(transport, "/admin", authenticate=admin_user, login_url="/login",
+                          signin=signin)],
         cookie_secret=cookie_secret, xsrf_cookies=True, login_url="/login")
+    return app, transport
 
 
-async def main(port: int, unix_socket: str | None = None) -> None:
+async def main(port: int, unix_socket: str | None = None,
+               base_url: str | None = None) -> None:
     unix = unixsocket.bind_or_exit(unix_socket) if unix_socket else None
-    app = make_app(secrets.token_hex(32))
-    if unix is not None:  # the same app on a Unix domain socket (mode 0600)
-        http = tornado.httpserver.HTTPServer(app)
+    if unix is not None:  # the same app on a Unix domain socket (mode 0600), cookie only
+        http = tornado.httpserver.HTTPServer(make_app(secrets.token_hex(32)))
         http.add_socket(unix[0])
         print(f"MCP endpoint: {unixsocket.url(unix_socket or '', '/mcp')}", flush=True)
     else:
-        http = tornado.httpserver.HTTPServer(app)
-        sockets = tornado.netutil.bind_sockets(port, address="127.0.0.1")
+        sockets = tornado.netutil.bind_sockets(port, "127.0.0.1")
+        bound = sockets[0].getsockname()[1]
+        http = tornado.httpserver.HTTPServer(make_app(
+            secrets.token_hex(32), base_url or f"http://127.0.0.1:{bound}"))
         http.add_sockets(sockets)
-        print(f"MCP endpoint: http://127.0.0.1:{sockets[0].getsockname()[1]}/mcp", flush=True)
+        print(f"MCP endpoint: http://127.0.0.1:{bound}/mcp", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -168,5 +230,7 @@ if __name__ == "__main__":
     parser.add_argument("--port", type=int, default=8888)
     parser.add_argument("--unix-socket", default=None, metavar="PATH",
                         help="serve on this Unix domain socket instead of the port")
+    parser.add_argument("--base-url", default=None, metavar="URL",
+                        help="the app's public URL (default http://127.0.0.1:PORT)")
     args = parser.parse_args()
-    asyncio.run(main(args.port, args.unix_socket))
+    asyncio.run(main(args.port, args.unix_socket, args.base_url))

@@ -146,6 +146,18 @@ tornado_mcp_option_hide_unauthorized 0
 # HELP tornado_mcp_option_forward_idle_timeout Current value of the forward_idle_timeout option (seconds); +Inf means no limit.
 # TYPE tornado_mcp_option_forward_idle_timeout gauge
 tornado_mcp_option_forward_idle_timeout 60.0
+# HELP tornado_mcp_option_oauth_max_clients Current value of the oauth_max_clients option; +Inf means no limit.
+# TYPE tornado_mcp_option_oauth_max_clients gauge
+tornado_mcp_option_oauth_max_clients 1000
+# HELP tornado_mcp_option_oauth_max_redirect_uris Current value of the oauth_max_redirect_uris option; +Inf means no limit.
+# TYPE tornado_mcp_option_oauth_max_redirect_uris gauge
+tornado_mcp_option_oauth_max_redirect_uris 10
+# HELP tornado_mcp_option_oauth_max_client_metadata_bytes Current value of the oauth_max_client_metadata_bytes option; +Inf means no limit.
+# TYPE tornado_mcp_option_oauth_max_client_metadata_bytes gauge
+tornado_mcp_option_oauth_max_client_metadata_bytes 8192
+# HELP tornado_mcp_option_oauth_registrations_per_minute Current value of the oauth_registrations_per_minute option; +Inf means no limit.
+# TYPE tornado_mcp_option_oauth_registrations_per_minute gauge
+tornado_mcp_option_oauth_registrations_per_minute 10
 # HELP tornado_mcp_requests_total JSON-RPC messages handled since the transport started.
 # TYPE tornado_mcp_requests_total counter
 tornado_mcp_requests_total 212

@@ -47,10 +47,12 @@ LAYERS = {
     "tornado_mcp.server": 2,
     # L3, transport-agnostic serving
     "tornado_mcp.engine": 3, "tornado_mcp.tasks": 3, "tornado_mcp.auth": 3,
+    "tornado_mcp.issuer": 3,
     # L4, the transports
     "tornado_mcp.transport": 4, "tornado_mcp.stdio": 4,
     # L5, what is built on the transports, and the public facade
-    "tornado_mcp.cluster": 5, "tornado_mcp.jupyter": 5, "tornado_mcp.cli": 5,
+    "tornado_mcp.cluster": 5, "tornado_mcp.jupyter": 5, "tornado_mcp.authserver": 5,
+    "tornado_mcp.cli": 5,
     "tornado_mcp.demo": 5, "tornado_mcp.dashboard": 5, "tornado_mcp.testing": 5,
     "tornado_mcp.pytest_plugin": 5, "tornado_mcp.__main__": 5, "tornado_mcp": 5,
     # L6, the dashboard (public API only)

@@ -33,7 +33,12 @@ IGNORED = shutil.ignore_patterns(".git", ".venv", ".venv-*", ".peers", "node_mod
 DASHBOARD_FILES = {"admin_ui/templates/base.html", "admin_ui/templates/dashboard.html",
                    "admin_ui/templates/login.html", "admin_ui/templates/error.html",
                    "admin_ui/static/admin.css", "admin_ui/static/admin.js",
-                   "admin_ui/static/favicon.svg", "admin_ui/py.typed", "tornado_mcp/py.typed"}
+                   "admin_ui/static/favicon.svg", "admin_ui/py.typed", "tornado_mcp/py.typed",
+                   "admin_ui/templates/signin.html", "admin_ui/static/signin.js",
+                   "tornado_mcp/authserver/templates/base.html",
+                   "tornado_mcp/authserver/templates/consent.html",
+                   "tornado_mcp/authserver/templates/error.html",
+                   "tornado_mcp/authserver/static/signin.css"}
 README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
 WHEEL_COMMAND = re.search(r"`(pip wheel [^`]+)`", README)
 WHEEL_FILE = re.search(r"`pip install (dist/[^`]+\.whl)`", README)

@@ -303,6 +303,15 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
                "for; a call naming one answers as an unknown name."),
     OptionSpec("forward_idle_timeout", "seconds", 60.0, True, True,
                "Seconds a request forwarded to its session's process may wait for a byte."),
+    OptionSpec("oauth_max_clients", "int", 1000, False, True,
+               "OAuth clients the built-in authorization server keeps; past it a client "
+               "nobody authorized makes room, else registration is refused (503)."),
+    OptionSpec("oauth_max_redirect_uris", "int", 10, False, True,
+               "Redirect URIs one OAuth client may register (400 over it)."),
+    OptionSpec("oauth_max_client_metadata_bytes", "int", 8 * KiB, False, True,
+               "Largest client registration or Client ID Metadata Document, in bytes."),
+    OptionSpec("oauth_registrations_per_minute", "int", 10, True, True,
+               "Client registrations one address may make per minute (429 over it)."),
 )
 
 SPECS_BY_NAME: dict[str, OptionSpec] = {s.name: s for s in OPTION_SPECS}
@@ -371,6 +380,10 @@ class TransportOptions:
     max_bearer_token_bytes: int
     hide_unauthorized: bool
     forward_idle_timeout: float | None
+    oauth_max_clients: int
+    oauth_max_redirect_uris: int
+    oauth_max_client_metadata_bytes: int
+    oauth_registrations_per_minute: int | None
 
     def __init__(self, **values: Any) -> None:
         object.__setattr__(self, "_lock", threading.Lock())

@@ -188,6 +188,8 @@
     }
     if (e.action === "end_session") return "ended session " + shortId(e.detail.id);
     if (e.action === "close_stream") return "closed listen stream " + shortId(e.detail.id);
+    if (e.action === "revoke_consent") return "revoked what " + e.detail.subject + " gave client " + shortId(e.detail.client_id);
+    if (e.action === "remove_client") return "removed client " + shortId(e.detail.client_id);
     return e.action;
   }
 
@@ -559,5 +561,5 @@
   document.addEventListener("visibilitychange", () => { if (!document.hidden) refresh(); });
   refresh();
   // What the page's other scripts (governance.js) build on.
-  window.tornadoMcpAdmin = { el, api, ApiError };
+  window.tornadoMcpAdmin = { el, api, ApiError, armedButton };
 })();

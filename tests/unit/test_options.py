@@ -252,13 +252,14 @@ def test_every_bound_is_nullable_exactly_as_documented() -> None:
         "body_timeout", "forward_idle_timeout", "listen_keepalive_interval",
         "max_concurrent_calls_per_principal", "max_initialize_request_bytes",
         "max_listen_subscriptions", "max_resource_subscription_bytes", "max_sessions",
-        "max_task_result_bytes", "max_tasks", "rate_limit_per_principal",
-        "session_idle_timeout", "shutdown_grace", "sse_keepalive_interval", "stream_stall_timeout",
-        "sync_handler_threads"]
+        "max_task_result_bytes", "max_tasks", "oauth_registrations_per_minute",
+        "rate_limit_per_principal", "session_idle_timeout", "shutdown_grace",
+        "sse_keepalive_interval", "stream_stall_timeout", "sync_handler_threads"]
     assert NOT_NULLABLE_BOUNDS == [
         "cluster_heartbeat_ttl", "cluster_outage_buffer", "cluster_stream_length",
         "event_store_max_age", "event_store_max_bytes", "max_audit_entries",
         "max_bearer_token_bytes", "max_request_bytes", "max_stream_queue",
+        "oauth_max_client_metadata_bytes", "oauth_max_clients", "oauth_max_redirect_uris",
         "server_to_client_request_timeout", "sse_retry_interval", "task_ttl"]
 
 

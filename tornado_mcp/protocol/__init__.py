@@ -191,3 +191,14 @@ class Refusal(enum.StrEnum):
     #: a DPoP proof arriving while ``DPoP(replay_cache_size=...)`` recent ones are remembered.
     DPOP_REPLAY_CACHE_SIZE = "dpop_replay_cache_size"
     FORWARD_IDLE_TIMEOUT = "forward_idle_timeout"
+    #: The authorization server (``tornado_mcp.authserver``): a client registered while
+    #: ``oauth_max_clients`` are kept and every one has been used,
+    OAUTH_MAX_CLIENTS = "oauth_max_clients"
+    #: client metadata naming more than ``oauth_max_redirect_uris`` redirect URIs,
+    OAUTH_MAX_REDIRECT_URIS = "oauth_max_redirect_uris"
+    #: client metadata (a registration or a metadata document) over its byte bound,
+    OAUTH_MAX_CLIENT_METADATA_BYTES = "oauth_max_client_metadata_bytes"
+    #: a registration past ``oauth_registrations_per_minute`` from one address,
+    OAUTH_REGISTRATIONS_PER_MINUTE = "oauth_registrations_per_minute"
+    #: an authorization code asked for while ``MAX_CODES`` wait to be traded in.
+    OAUTH_PENDING_CODES = "oauth_pending_codes"
