@@ -115,6 +115,11 @@ class RedisEventStore(LedgerStore):
             self._queue(("del", [self.key(session_id, s) for s in ledger.streams]))
         super().forget(session_id)
 
+    def release(self, session_id: str) -> None:
+        """The session moved to another process (which took its :meth:`export_ledger`):
+        drop the bookkeeping here and leave its frames in Redis for that process."""
+        LedgerStore.forget(self, session_id)
+
     async def close(self) -> None:
         """Send what is queued, then disconnect."""
         writer = self._writer
