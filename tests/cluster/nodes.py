@@ -38,12 +38,13 @@ class Node:
 
 
 @contextlib.asynccontextmanager
-async def node(redis: RedisProc, server: Server | None = None, url: str | None = None,
+async def node(redis: RedisProc | None, server: Server | None = None, url: str | None = None,
                **options: Any) -> AsyncIterator[Node]:
-    """A member on ``redis`` (or at ``url``: a proxy in front of it)."""
+    """A member on ``redis`` (or at ``url``: a proxy in front of it, or Sentinel's)."""
     options.setdefault("shutdown_grace", 5.0)
     authenticate = options.pop("authenticate", None)
-    link = Link(url or redis.url)
+    assert url is not None or redis is not None
+    link = Link(url or redis.url)  # type: ignore[union-attr]
     transport = Transport(server or example_server(), event_store=RedisEventStore(link=link),
                           task_store=RedisTaskStore(link=link), authenticate=authenticate,
                           **options)

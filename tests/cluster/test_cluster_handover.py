@@ -205,3 +205,18 @@ async def test_another_caller_cannot_take_a_moved_session(redis: RedisProc) -> N
         refused = await b.srv.request("POST", json.dumps(rpc("ping")).encode(),
                                       {**legacy_headers(sid), "X-User": "mallory"})
         assert refused.status == 404
+
+
+async def test_requests_racing_for_a_moved_session_adopt_it_once(redis: RedisProc) -> None:
+    """The GET stream's reconnection and a POST reach the same process at once: both are
+    served by the one adoption (neither is told the session is gone)."""
+    async with node(redis) as a, node(redis) as b:
+        await until_listed(a, b)
+        sid = await a.srv.initialize()
+        await a.sigterm()
+        replies = await asyncio.gather(*(b.srv.post(rpc("ping", None, n), session=sid)
+                                         for n in range(8)))
+        assert {r.status for r in replies} <= {200, 503}, [(r.status, r.body) for r in replies]
+        assert b.cluster.sessions.taken == 1
+        r = await retrying(lambda: b.srv.post(rpc("ping"), session=sid), [])
+        assert r.status == 200

@@ -225,6 +225,9 @@ def redacted(url: str) -> str:
     """``url`` without the password of its user part (or of its query)."""
     parts = urlsplit(url)
     userinfo, at, hosts = parts.netloc.rpartition("@")
+    secret = "sentinel_password=" in parts.query
+    if not (at and ":" in userinfo) and not secret:
+        return url
     if at and ":" in userinfo:
         userinfo = userinfo.partition(":")[0] + ":***"
     query = "&".join(("sentinel_password=***" if q.startswith("sentinel_password=") else q)

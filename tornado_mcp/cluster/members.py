@@ -10,11 +10,12 @@ heartbeat interval (6 s with the defaults).  The list is kept in memory, so
 :meth:`Cluster.snapshot` never waits for Redis.  This record is the one liveness signal
 of a process: the task store asks it too (is a task's runner alive?).
 
-A missing record is trusted only while this process has been reading steadily for a TTL:
-after an outage (its link reconnected, or its own heartbeats stalled) records may be
-missing because Redis restarted empty (or a failover lost them) and their processes have
-not beaten again yet, so until then every process it listed stays listed (an outage does
-not shrink the view).
+A missing record is trusted only while this process has been reading steadily: for a TTL
+after its own heartbeats stalled, and after its link reconnected for a TTL or the longest
+reconnection backoff of the others plus two heartbeats, whichever is longer.  Until then
+records may be missing because Redis restarted empty (or a failover lost them) and their
+processes have not beaten again yet, so every process it listed stays listed: an outage
+does not shrink the view.
 
 With ``cluster_wide_limits`` a process also announces its session and listen-stream
 counts on the feed each time it admits one (:meth:`Cluster.admitted`); the others take,
@@ -32,7 +33,7 @@ from typing import Any
 
 from ..introspection import ProcessInfo
 from ..protocol import jsonio
-from .link import DOWN, Link
+from .link import BACKOFF_MAX, DOWN, Link
 
 #: Unknown process ids remembered at most (the table starts over when full).
 UNKNOWN_IDS_KEPT = 1024
@@ -90,8 +91,12 @@ class Members:
 
     def steady(self, now: float) -> bool:
         """Whether a missing record now means an expired one: this process has read
-        steadily for a TTL (no reconnection, no stalled heartbeat)."""
-        return now - max(self._steady_since, self.link.reconnected_at) >= self.ttl
+        steadily for a TTL (no stalled heartbeat round), and Redis answered again long
+        enough ago for every other process to have reconnected (its backoff is at most
+        :data:`~tornado_mcp.cluster.link.BACKOFF_MAX`) and beaten since."""
+        after_outage = max(self.ttl, BACKOFF_MAX + 2 * self.interval)
+        return now - self._steady_since >= self.ttl \
+            and now - self.link.reconnected_at >= after_outage
 
     async def beat(self) -> None:
         redis = self.link.redis

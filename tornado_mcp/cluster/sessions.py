@@ -115,6 +115,8 @@ class Sessions:
         self._adopt: Any = cluster.link.redis.register_script(ADOPT)
         #: Sessions this process adopted (their records name it; renewed while they live).
         self.adopted: set[str] = set()
+        #: Adoptions under way: a request for the same session waits for its end.
+        self._adopting: dict[str, asyncio.Future[Session | None]] = {}
         self.handed_over = 0  # sessions this process let go while it drained
         self.taken = 0  # sessions it adopted
         self.lost = 0  # sessions it could not hand over (Redis unreachable)
@@ -174,9 +176,14 @@ class Sessions:
         state, holder, data = found
         if state == "free":
             return await self._adopt_it(h, session_id, data)
-        if holder == self.cluster.id:  # it ended here after this process adopted it
-            self._drop(session_id)
-            return None
+        if holder == self.cluster.id:  # adopted here: a moment ago, or it ended since
+            adopting = self._adopting.get(session_id)
+            if adopting is not None:
+                return await self._joined(adopting)
+            held = self.transport.sessions.get(session_id)
+            if held is None:
+                self._drop(session_id)
+            return held
         if holder in self.members.draining:
             raise retry(MOVING)
         info = await self.members.lookup(holder)
@@ -217,8 +224,30 @@ class Sessions:
 
     # -- adopting -----------------------------------------------------------------------------
     async def _adopt_it(self, h: Exchange, session_id: str, raw: bytes | None) -> Session | None:
+        """Adopt the free session; a request for it that arrives meanwhile joins this."""
         if self.cluster.closed or self.transport.closing:
             raise retry(MOVING)
+        adopting = self._adopting.get(session_id)
+        if adopting is not None:
+            return await self._joined(adopting)
+        done: asyncio.Future[Session | None] = asyncio.get_running_loop().create_future()
+        self._adopting[session_id] = done
+        session = None
+        try:
+            session = await self._take(h, session_id, raw)
+            return session
+        finally:
+            del self._adopting[session_id]
+            done.set_result(session)
+
+    @staticmethod
+    async def _joined(adopting: asyncio.Future[Session | None]) -> Session:
+        session = await asyncio.shield(adopting)
+        if session is None:
+            raise retry(MOVING)  # the adoption failed: the next try tells why
+        return session  # the transport checks it is this caller's
+
+    async def _take(self, h: Exchange, session_id: str, raw: bytes | None) -> Session | None:
         try:
             data = jsonio.loads(raw or b"")
             caller = data["caller"]
@@ -299,6 +328,8 @@ class Sessions:
     async def drain(self, deadline: float | None) -> None:
         """The engine's drain hook: announce the drain, then hand each session over as it
         goes idle (and every one left at ``deadline``)."""
+        if self.cluster.closed:
+            return  # left the cluster first: its sessions end with it
         await self.cluster.announce_drain()
         sessions = self.transport.sessions
         while len(sessions):
