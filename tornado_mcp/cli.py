@@ -22,6 +22,7 @@ from typing import Any
 import tornado.httpserver
 import tornado.netutil
 import tornado.web
+from tornado.iostream import IOStream
 
 from .auth.dpop import DPoP
 from .auth.resource import OAuthResource
@@ -257,7 +258,7 @@ async def _serve(server: Server, options: TransportOptions, args: argparse.Names
     grace = transport.options.shutdown_grace
     if grace is not None:
         exit_by(grace + EXIT_MARGIN)
-    http.stop()
+    stop_accepting(http, [unix[0]] if unix is not None else sockets)
     await transport.close()
     if cluster is not None:
         await cluster.close()
@@ -266,6 +267,24 @@ async def _serve(server: Server, options: TransportOptions, args: argparse.Names
     if not done:
         log.warning("connections still open %g s after the drain; exiting anyway",
                     CLOSE_CONNECTIONS_TIMEOUT)
+
+
+def stop_accepting(http: tornado.httpserver.HTTPServer, sockets: list[socket.socket]) -> None:
+    """Stop listening, serving first the connections the kernel completed and queued
+    (closing a listening socket resets those, and a reverse proxy that sent a request on
+    one answers 502: nginx does not retry a POST); then the sockets close at once, so
+    nothing can queue in between."""
+    for sock in sockets:
+        sock.setblocking(False)  # as Tornado keeps it: an empty queue must not block
+        while True:
+            try:
+                conn, address = sock.accept()
+            except (BlockingIOError, InterruptedError, OSError):
+                break
+            conn.setblocking(False)
+            http.handle_stream(IOStream(conn, max_buffer_size=http.max_buffer_size,
+                                        read_chunk_size=http.read_chunk_size), address)
+    http.stop()
 
 
 def exit_by(seconds: float) -> None:
