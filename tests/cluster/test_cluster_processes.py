@@ -169,6 +169,7 @@ async def test_a_legacy_session_answers_on_any_process(
     assert await processes_seen_by_b() == 1
     kept = await via_b.post(rpc("ping"), session=sid)
     assert kept.status == 200, kept.body
+    assert await metric(b.port, "tornado_mcp_cluster_sessions_adopted_total") == 1.0
     assert (await via_b.delete(sid)).status == 200
     assert (await via_b.post(rpc("ping"), session=sid)).status == 404
 

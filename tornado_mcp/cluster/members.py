@@ -164,13 +164,8 @@ class Members:
             del self.vanished[next(iter(self.vanished))]
 
     def left(self, process_id: str) -> None:
-        """Another process announced it left the cluster."""
-        self.others.pop(process_id, None)
-        self.vanished.pop(process_id, None)
-        self.draining.discard(process_id)
-        if len(self.gone) >= UNKNOWN_IDS_KEPT:
-            self.gone.clear()
-        self.gone.add(process_id)
+        """Another process announced it left the cluster: it is gone for good."""
+        self.forget(process_id)
 
     def drains(self, process_id: str) -> None:
         """Another process announced it began to drain."""
@@ -210,7 +205,8 @@ class Members:
         return vanished[1] if vanished is not None else None
 
     def forget(self, process_id: str) -> None:
-        """``process_id`` is known dead (nothing listens where it was reached)."""
+        """``process_id`` is gone for good: it left, or is known dead (nothing listens
+        where it was reached, or another process took its URL)."""
         self.vanished.pop(process_id, None)
         self.others.pop(process_id, None)
         self.draining.discard(process_id)
@@ -218,23 +214,28 @@ class Members:
             self.gone.clear()
         self.gone.add(process_id)
 
-    async def confirm(self, process_id: str) -> str:
-        """Ask Redis now about a process that could not be reached: ``"alive"`` (its
-        record exists: restarting, frozen), ``"draining"``, ``"dead"`` (no record while
-        this process reads steadily), or ``"unknown"`` (Redis cannot tell now)."""
-        if not self.link.connected:
-            return "unknown"
+    async def _read(self, process_id: str) -> ProcessInfo | bool | None:
+        """A process's record as Redis has it now: ``False`` when Redis cannot say (down,
+        or slower than :data:`LOOKUP_TIMEOUT`); a draining one is noted."""
         try:
             raw = await asyncio.wait_for(self.link.redis.get(self.key(process_id)),
                                          LOOKUP_TIMEOUT)
         except DOWN:
-            return "unknown"
+            return False
         info = _from_record(raw)
-        if info is not None:
-            if info.draining:
-                self.draining.add(process_id)
-                return "draining"
-            return "alive"
+        if info is not None and info.draining:
+            self.draining.add(process_id)
+        return info
+
+    async def confirm(self, process_id: str) -> str:
+        """Ask Redis now about a process that could not be reached: ``"alive"`` (its
+        record exists: restarting, frozen), ``"draining"``, ``"dead"`` (no record while
+        this process reads steadily), or ``"unknown"`` (Redis cannot tell now)."""
+        info = await self._read(process_id) if self.link.connected else False
+        if info is False:
+            return "unknown"
+        if isinstance(info, ProcessInfo):
+            return "draining" if info.draining else "alive"
         return "dead" if self.steady(time.monotonic()) else "unknown"
 
     async def lookup(self, process_id: str) -> ProcessInfo | None:
@@ -245,22 +246,16 @@ class Members:
         now = time.monotonic()
         if self._unknown.get(process_id, 0.0) > now:
             return None  # asked a moment ago: no such process
-        try:
-            raw = await asyncio.wait_for(self.link.redis.get(self.key(process_id)),
-                                         LOOKUP_TIMEOUT)
-        except DOWN:
+        found = await self._read(process_id)
+        if not isinstance(found, ProcessInfo):
+            if found is None:  # remembered until the next heartbeat round, in a bounded table
+                if len(self._unknown) >= UNKNOWN_IDS_KEPT:
+                    self._unknown.clear()
+                self._unknown[process_id] = now + self.interval
             return None
-        found = _from_record(raw)
-        if found is not None and found.url is not None and found.url == self.url \
-                and process_id != self.process_id:
+        if found.url is not None and found.url == self.url and process_id != self.process_id:
             self.gone.add(process_id)  # it had our URL: it is dead
             return None
-        if found is None:  # remembered until the next heartbeat round, in a bounded table
-            if len(self._unknown) >= UNKNOWN_IDS_KEPT:
-                self._unknown.clear()
-            self._unknown[process_id] = now + self.interval
-        elif found.draining:
-            self.draining.add(process_id)
         return found
 
     async def loop(self) -> None:

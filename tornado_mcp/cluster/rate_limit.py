@@ -28,48 +28,16 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Collection
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ..engine.middleware import MAX_RATE_BUCKETS
 from .link import DOWN, log
 
 if TYPE_CHECKING:
-    from ..engine.engine import Engine
     from ..engine.middleware import RateLimit
-    from ..options import TransportOptions
-    from .link import Link
+    from .member import Member
 
-
-class _Peers(Protocol):
-    @property
-    def others(self) -> Collection[Any]: ...
-
-
-class _Transport(Protocol):
-    @property
-    def options(self) -> TransportOptions: ...
-
-    @property
-    def engine(self) -> Engine: ...
-
-
-class Cluster(Protocol):
-    """What the shared rate limit uses of the :class:`~tornado_mcp.cluster.Cluster` (the
-    cluster module imports this one, so it is named by what it offers)."""
-
-    id: str
-    namespace: str
-    closed: bool
-
-    @property
-    def link(self) -> Link: ...
-
-    @property
-    def members(self) -> _Peers: ...
-
-    @property
-    def transport(self) -> _Transport: ...
 
 #: Takes one token from the caller's bucket (KEYS[1]) of capacity ARGV[1] tokens refilled
 #: over 60 s; a missing bucket starts with ARGV[3] tokens (a negative number: full).
@@ -112,7 +80,7 @@ class SharedRateLimit:
     what this process knows of them when Redis cannot answer (see the module docstring).
     ``clock`` is where times are read (monotonic seconds)."""
 
-    def __init__(self, cluster: Cluster, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, cluster: Member, clock: Callable[[], float] = time.monotonic) -> None:
         self.cluster = cluster
         self.clock = clock
         self.prefix = f"{cluster.namespace}:rate:"
@@ -198,7 +166,7 @@ class Outage:
     """How long this process has been unable to reach Redis, sampled a few times per
     heartbeat TTL (and on every readiness check)."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: Member) -> None:
         self.cluster = cluster
         self.down_since: float | None = None
         ttl = cluster.transport.options.cluster_heartbeat_ttl
@@ -231,7 +199,7 @@ class Outage:
         return f"Redis unreachable for {down:.1f} s (past cluster_heartbeat_ttl, {ttl:g} s)"
 
 
-def attach(cluster: Cluster) -> None:
+def attach(cluster: Member) -> None:
     """Join the engine of ``cluster``'s transport to the cluster: the shared rate limit,
     the process id in audit records, the readiness check."""
     engine = cluster.transport.engine

@@ -34,7 +34,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ..introspection import ProcessInfo
 from ..protocol import HEADER_RETRY_AFTER, INTERNAL_ERROR, INVALID_REQUEST, Refusal, jsonio
@@ -48,8 +48,7 @@ from .members import LOOKUP_TIMEOUT
 if TYPE_CHECKING:
     from ..transport import Transport
     from ..transport.exchange import Exchange
-    from .link import Link
-    from .members import Members
+    from .member import Member
 
 log = logging.getLogger("tornado_mcp.cluster")
 
@@ -78,26 +77,6 @@ if state == 'free' then
 end
 return {2, redis.call('HGET', KEYS[1], 'owner')}
 """
-
-
-class Member(Protocol):
-    """What the sessions use of the :class:`~tornado_mcp.cluster.Cluster` (which imports
-    this module)."""
-
-    id: str
-    namespace: str
-    closed: bool
-
-    @property
-    def link(self) -> Link: ...
-
-    @property
-    def members(self) -> Members: ...
-
-    @property
-    def transport(self) -> Transport: ...
-
-    async def announce_drain(self) -> None: ...
 
 
 def retry(message: str = UNCONFIRMED) -> Reply:
@@ -149,7 +128,8 @@ class Sessions:
 
     async def _via(self, h: Exchange, info: ProcessInfo, session_id: str, body: bytes | None,
                    relayed: bool, second: bool = False) -> Session | None:
-        """Forward to ``info``; when nothing answers there, ask Redis whether it lives."""
+        """Forward to ``info``; when nothing answers there, ask Redis whether it lives
+        (and, the first time, whether the session moved: at most two hops are tried)."""
         if relayed:
             raise retry(MOVING)  # the process that sent it here thought this one held it
         try:
@@ -165,11 +145,11 @@ class Sessions:
             elif second:
                 raise retry(MOVING) from None
             return await self._by_record(h, session_id, session_id.partition(".")[0], body,
-                                         relayed, second=True)
+                                         relayed)
         return None  # pragma: no cover - forward always raises
 
     async def _by_record(self, h: Exchange, session_id: str, owner: str, body: bytes | None,
-                         relayed: bool, second: bool = False) -> Session | None:
+                         relayed: bool) -> Session | None:
         found = await self._lookup(session_id)
         if found is None:
             return await self._unrecorded(h, session_id, owner, body, relayed)
@@ -187,26 +167,29 @@ class Sessions:
         if holder in self.members.draining:
             raise retry(MOVING)
         info = await self.members.lookup(holder)
-        if info is not None and not second:
+        if info is not None:
             return await self._via(h, info, session_id, body, relayed, second=True)
-        if info is not None or self.members.uncertain(holder):
-            raise retry()
-        return None
+        return await self._last_seen(h, holder, body, relayed)
 
     async def _unrecorded(self, h: Exchange, session_id: str, owner: str, body: bytes | None,
                           relayed: bool) -> Session | None:
         """No record: the owner still holds it (draining, not yet let go), or it ended."""
         if owner in self.members.draining or owner in self.members.others:
             raise retry(MOVING)
-        vanished = self.members.last_known(owner)
+        return await self._last_seen(h, owner, body, relayed)
+
+    async def _last_seen(self, h: Exchange, holder: str, body: bytes | None,
+                         relayed: bool) -> Session | None:
+        """A holder whose heartbeat expired: cut off from Redis (still serving where it
+        was reached, so forwarded there), or dead (``None``: 404); 503 while unsure."""
+        vanished = self.members.last_known(holder)
         if vanished is not None and vanished.url is not None and not relayed:
-            # Its heartbeat expired: cut off from Redis (still serving), or dead.
             try:
                 await forward(h, vanished, self.cluster.id, body)
             except Unreachable:
-                self.members.forget(owner)
+                self.members.forget(holder)
                 return None
-        if self.members.uncertain(owner):
+        if self.members.uncertain(holder):
             raise retry()
         return None
 
