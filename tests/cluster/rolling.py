@@ -25,7 +25,6 @@ import asyncio
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -37,9 +36,8 @@ from typing import Any
 
 from conftest import REPO_ROOT, ServerProc
 from mcp_http import Reply, Running, Stream, rpc
+from nginx_proc import NGINX, free_port, start_nginx
 
-NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists()
-                                  else None)
 URIS = 1000
 #: A notification published this long before its stream ended may still be in flight.
 MARGIN_S = 0.5
@@ -47,47 +45,6 @@ MARGIN_S = 0.5
 EXIT_BOUND_S = 15.0
 SHUTDOWN_GRACE = "5"
 LOG_LEVEL = "warning"
-
-CONF = """
-daemon off;
-worker_processes 1;
-pid {d}/nginx.pid;
-error_log {d}/error.log warn;
-events {{ worker_connections 1024; }}
-http {{
-    access_log off;
-    client_body_buffer_size 1m;
-    client_body_temp_path {d}/body;
-    proxy_temp_path {d}/proxy;
-    fastcgi_temp_path {d}/fastcgi;
-    uwsgi_temp_path {d}/uwsgi;
-    scgi_temp_path {d}/scgi;
-    upstream mcp {{
-        hash $http_mcp_session_id consistent;
-{servers}
-    }}
-    server {{
-        listen 127.0.0.1:{port};
-        location /mcp {{
-            proxy_pass http://mcp;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_set_header Host $http_host;
-            proxy_buffering off;
-            proxy_connect_timeout 2s;
-            proxy_read_timeout 1h;
-        }}
-    }}
-}}
-"""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
 
 class Fleet:
     """``n`` processes on fixed ports, sharing ``redis_url``, behind one nginx."""
@@ -114,23 +71,7 @@ class Fleet:
         if NGINX is None:
             raise RuntimeError("nginx is not installed")
         self.procs = [self._start(p) for p in self.ports]
-        self.port = free_port()
-        servers = "\n".join(f"        server 127.0.0.1:{p} max_fails=1 fail_timeout=1s;"
-                            for p in self.ports)
-        conf = self.workdir / "nginx.conf"
-        conf.write_text(CONF.format(d=self.workdir, servers=servers, port=self.port))
-        self.nginx = subprocess.Popen([NGINX, "-c", str(conf), "-p", str(self.workdir),
-                                       "-e", str(self.workdir / "error.log")],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                if time.monotonic() > deadline or self.nginx.poll() is not None:
-                    raise RuntimeError("nginx did not start") from None
-                time.sleep(0.05)
+        self.nginx, self.port = start_nginx(self.ports, self.workdir)
 
     def replace(self, i: int) -> float:
         """SIGTERM process ``i``, wait for its exit (bounded), start its replacement on
@@ -374,14 +315,16 @@ async def rolling_deploy(fleet: Fleet, load: Load, settle_s: float = 1.0) -> dic
     """Replace every process of ``fleet`` in turn under ``load``; the figures."""
     loop = asyncio.get_running_loop()
     started = time.monotonic()
+    earlier = len(fleet.exits)
     load.start()
     await asyncio.sleep(settle_s + 1.0)
     for i in range(len(fleet.procs)):
         await loop.run_in_executor(None, fleet.replace, i)
         await asyncio.sleep(settle_s)
     counts = await load.finish()
-    return {"processes": len(fleet.procs), "replaced": len(fleet.exits),
-            "max_exit_s": round(max(fleet.exits), 2) if fleet.exits else None,
+    exits = fleet.exits[earlier:]
+    return {"processes": len(fleet.procs), "replaced": len(exits),
+            "max_exit_s": round(max(exits), 2) if exits else None,
             "requests_ok": sum(counts.ok.values()), "retried_503": sum(counts.retried.values()),
             "failed": len(counts.failed), "reinitialized": counts.reinitialized,
             "published": counts.published, "delivered_to_open_streams": counts.delivered,

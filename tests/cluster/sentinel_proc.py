@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -19,6 +18,7 @@ from typing import Any
 
 import pytest
 import redis
+from nginx_proc import free_port
 
 REDIS = shutil.which("redis-server")
 SENTINEL = shutil.which("redis-sentinel") or ("/usr/bin/redis-sentinel"
@@ -28,13 +28,6 @@ SERVICE = "mymaster"
 START_TIMEOUT_S = 20.0
 #: How long the sentinels wait before they call the primary down (milliseconds).
 DOWN_AFTER_MS = 1000
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 class Sentinels:

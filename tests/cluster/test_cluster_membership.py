@@ -7,8 +7,10 @@ TTL and one heartbeat interval.  Three members served in this test process
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import time
+from collections.abc import AsyncIterator
 
 from nodes import WAIT, Node, node, until_connected
 from redis_proc import RedisProc, redis_fixture  # noqa: F401 - the redis fixture
@@ -30,12 +32,18 @@ async def watch(nodes: list[Node], seconds: float, seen: list[int]) -> None:
         await asyncio.sleep(0.02)
 
 
-async def test_an_outage_longer_than_the_ttl_never_shrinks_the_list(redis: RedisProc) -> None:
+@contextlib.asynccontextmanager
+async def three(redis: RedisProc) -> AsyncIterator[list[Node]]:
+    """Three members, each listing all three."""
     async with node(redis, cluster_heartbeat_ttl=TTL) as a, \
             node(redis, cluster_heartbeat_ttl=TTL) as b, \
             node(redis, cluster_heartbeat_ttl=TTL) as c:
-        nodes = [a, b, c]
-        await all_listed(nodes)
+        await all_listed([a, b, c])
+        yield [a, b, c]
+
+
+async def test_an_outage_longer_than_the_ttl_never_shrinks_the_list(redis: RedisProc) -> None:
+    async with three(redis) as nodes:
         seen: list[int] = []
         redis.kill()
         await watch(nodes, 2.5 * TTL, seen)  # every record expires meanwhile
@@ -47,11 +55,7 @@ async def test_an_outage_longer_than_the_ttl_never_shrinks_the_list(redis: Redis
 
 
 async def test_a_freeze_longer_than_the_ttl_never_shrinks_the_list(redis: RedisProc) -> None:
-    async with node(redis, cluster_heartbeat_ttl=TTL) as a, \
-            node(redis, cluster_heartbeat_ttl=TTL) as b, \
-            node(redis, cluster_heartbeat_ttl=TTL) as c:
-        nodes = [a, b, c]
-        await all_listed(nodes)
+    async with three(redis) as nodes:
         seen: list[int] = []
         assert redis.proc is not None
         redis.proc.send_signal(signal.SIGSTOP)
@@ -65,10 +69,7 @@ async def test_a_freeze_longer_than_the_ttl_never_shrinks_the_list(redis: RedisP
 
 async def test_a_process_that_died_leaves_every_list_within_a_ttl_and_a_beat(
         redis: RedisProc) -> None:
-    async with node(redis, cluster_heartbeat_ttl=TTL) as a, \
-            node(redis, cluster_heartbeat_ttl=TTL) as b, \
-            node(redis, cluster_heartbeat_ttl=TTL) as dead:
-        await all_listed([a, b, dead])
+    async with three(redis) as (a, b, dead):
         for task in dead.cluster._tasks:  # it stops beating, and never says goodbye
             task.cancel()
         stopped = time.monotonic()

@@ -7,8 +7,9 @@ bench.cluster --rolling-deploys N`` runs the soak."""
 from __future__ import annotations
 
 import pytest
+from nginx_proc import NGINX
 from redis_proc import RedisProc, redis_fixture  # noqa: F401 - the redis fixture
-from rolling import NGINX, Fleet, Load, rolling_deploy
+from rolling import Fleet, Load, rolling_deploy
 
 
 @pytest.mark.timeout(240)

@@ -9,23 +9,31 @@ from __future__ import annotations
 
 import asyncio
 
-from nodes import WAIT, node, until_connected, until_listed
+from nodes import WAIT, Node, node, until_connected, until_listed
 from redis_proc import RedisProc, redis_fixture  # noqa: F401 - the redis fixture
 from tasks.tasks_http import get, start, task_request, until
-from tcp_proxy import proxy_to
+from tcp_proxy import Proxy, proxy_to
 
 from tornado_mcp.protocol import INTERNAL_ERROR
+
+
+async def running_then_cut_off(runner: Node, other: Node, proxy: Proxy, seconds: float,
+                               label: str) -> str:
+    """A task of ``seconds`` started on ``runner``, working as ``other`` sees it, then
+    ``runner`` cut off from Redis; the task's id."""
+    await until_listed(runner, other)
+    task_id = await start(runner.srv, "slow_compute", {"seconds": seconds, "label": label})
+    assert (await until(other.srv, task_id, ("working",)))["status"] == "working"
+    proxy.cut()
+    await until_connected(runner, False)
+    return task_id
 
 
 async def test_a_task_finished_while_its_runner_was_cut_off_completes_when_it_is_back(
         redis: RedisProc) -> None:
     with proxy_to(redis.path) as proxy:
         async with node(redis, url=proxy.url) as runner, node(redis) as other:
-            await until_listed(runner, other)
-            task_id = await start(runner.srv, "slow_compute", {"seconds": 0.5, "label": "cut"})
-            assert (await until(other.srv, task_id, ("working",)))["status"] == "working"
-            proxy.cut()
-            await until_connected(runner, False)
+            task_id = await running_then_cut_off(runner, other, proxy, 0.5, "cut")
             # It finishes while its runner cannot write: Redis still says "working".
             await asyncio.wait_for(runner.transport.tasks.jobs[task_id].task, WAIT)
             assert (await get(other.srv, task_id))["status"] == "working"
@@ -57,11 +65,7 @@ async def test_a_cancel_the_runner_cannot_hear_is_never_followed_by_completed(
         redis: RedisProc) -> None:
     with proxy_to(redis.path) as proxy:
         async with node(redis, url=proxy.url) as runner, node(redis) as other:
-            await until_listed(runner, other)
-            task_id = await start(runner.srv, "slow_compute", {"seconds": 1.0, "label": "c"})
-            await until(other.srv, task_id, ("working",))
-            proxy.cut()
-            await until_connected(runner, False)
+            task_id = await running_then_cut_off(runner, other, proxy, 1.0, "c")
             # Acknowledged by the other process: the cancel is recorded in Redis.
             r = await task_request(other.srv, "tasks/cancel", task_id)
             assert r.status == 200, r.body
