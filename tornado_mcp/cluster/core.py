@@ -142,7 +142,7 @@ class Cluster:
         self._tasks = [asyncio.create_task(t()) for t in (
             self.link.supervise, self.feed.write_loop, self.feed.read_loop, self.members.loop,
             self._caps_loop, self.sessions.renew_loop)]
-        log.info("process %s joined the cluster at %s", self.id, self.url)
+        log.info("process %s joined the cluster at %s", self.id, self.link.shown_url)
 
     async def _resync(self) -> None:
         """After Redis came back: catch up from the last id, restore what it lost."""

@@ -48,7 +48,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..transport.event_store import LedgerStore
-from .link import DOWN, Link
+from .link import DOWN, Link, redacted
 
 log = logging.getLogger("tornado_mcp.transport.event_store")
 
@@ -174,7 +174,7 @@ class RedisEventStore(LedgerStore):
                     link.lost(exc)
                 elif not self._failing:
                     self._failing = True
-                    log.warning("event store lost Redis at %s (%s)", self.url, exc)
+                    log.warning("event store lost Redis at %s (%s)", redacted(self.url), exc)
                 _fail_reads(ops, exc)
                 continue
             self._failing = False
