@@ -223,7 +223,8 @@ def cluster_families(view: ClusterSnapshot) -> list[Metric]:
         f.usage(f"cluster_{name}", f"Cluster total of {name} (live processes).", value)
     f.usage("cluster_outbox", "Feed entries waiting for Redis (grows during an outage).",
             view.relay["buffered"])
-    for name in ("published", "received", "duplicates", "dropped", "reconnects"):
+    for name in ("published", "received", "duplicates", "dropped", "trimmed", "unreplicated",
+                 "reconnects", "sessions_handed_over", "sessions_adopted"):
         f.counter(f"{PREFIX}_cluster_{name}_total", f"Cluster feed: {name}.",
                   view.relay[name])
     return f.out

@@ -1,4 +1,6 @@
-"""Cluster fan-out: ``python -m bench.cluster [--seconds S] [--processes 1,2,4]``.
+"""Cluster fan-out: ``python -m bench.cluster [--seconds S] [--processes 1,2,4]``; and the
+deploy and failover soaks: ``--sigterm-cycles N``, ``--rolling-deploys N``,
+``--failovers N`` (:mod:`bench.cluster_soak`).
 
 For each process count N: one real redis-server (Unix socket), N server processes
 (examples/conformance_server.py --redis-url), one subscriptions/listen stream on each.
@@ -96,7 +98,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--processes", default="1,2,4")
+    parser.add_argument("--sigterm-cycles", type=int, default=0, metavar="N",
+                        help="SIGTERM N processes on a busy feed; every one must exit")
+    parser.add_argument("--rolling-deploys", type=int, default=0, metavar="N",
+                        help="N rolling deploys of three processes behind nginx, under load")
+    parser.add_argument("--failovers", type=int, default=0, metavar="N",
+                        help="N Sentinel failovers under load")
     args = parser.parse_args()
+    soaks = [(args.sigterm_cycles, "sigterm_cycles"), (args.rolling_deploys, "rolling_deploys"),
+             (args.failovers, "failovers")]
+    if any(n for n, _ in soaks):
+        from bench import cluster_soak
+        for n, name in soaks:
+            if n:
+                figures = asyncio.run(getattr(cluster_soak, name)(n))
+                print("| " + " | ".join(figures) + " |")
+                print("|" + "---|" * len(figures))
+                print("| " + " | ".join(str(v) for v in figures.values()) + " |", flush=True)
+        return
     print("| processes | notifications | deliveries/s | p50 ms | p99 ms | relay ms (p50) |")
     print("|---|---|---|---|---|---|")
     for n in (int(x) for x in args.processes.split(",")):

@@ -10,16 +10,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import secrets
 import signal
 import socket
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
 import tornado.httpserver
 import tornado.netutil
 import tornado.web
+from tornado.iostream import IOStream
 
 from .auth.dpop import DPoP
 from .auth.resource import OAuthResource
@@ -38,6 +41,13 @@ log = logging.getLogger("tornado_mcp.cli")
 #: trickling bytes would hold a connection (and a file descriptor) for that long.
 HEADER_TIMEOUT = 30.0
 BODY_TIMEOUT = 60.0
+#: After SIGTERM a process exits within ``shutdown_grace`` plus the bounded steps of its
+#: close (each a few seconds: streams' last bytes, the task store, leaving the cluster);
+#: this many seconds past ``shutdown_grace`` it is ended regardless, with an error logged
+#: (that would be a bug: no step should take that long).
+EXIT_MARGIN = 30.0
+#: Seconds the connections still open at the end get to close.
+CLOSE_CONNECTIONS_TIMEOUT = 5.0
 #: Connections the kernel queues before the server accepts them (Tornado's default is
 #: 128; Linux caps the value at ``net.core.somaxconn``, 4096 on current kernels).
 BACKLOG = 4096
@@ -84,7 +94,9 @@ def add_option_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--redis-url", default=None,
                         help="join the processes sharing this Redis (notifications, limits, "
                              "sessions, tasks, stream events, requestState key; "
-                             "e.g. redis://127.0.0.1:6379/0); one process needs none")
+                             "e.g. redis://127.0.0.1:6379/0, or a primary kept by Sentinel: "
+                             "redis+sentinel://HOST:PORT[,HOST:PORT...]/SERVICE[/DB]); "
+                             "one process needs none")
     oauth = parser.add_argument_group("OAuth 2.1 resource server (needs tornado-mcp[oauth])")
     oauth.add_argument("--oauth-issuer", default=None, metavar="URL",
                        help="accept JWT bearer tokens from this authorization server")
@@ -260,11 +272,48 @@ async def _serve(server: Server, options: TransportOptions, args: argparse.Names
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     log.info("shutting down")
-    http.stop()
+    grace = transport.options.shutdown_grace
+    if grace is not None:
+        exit_by(grace + EXIT_MARGIN)
+    stop_accepting(http, [unix[0]] if unix is not None else sockets)
     await transport.close()
     if cluster is not None:
         await cluster.close()
-    await http.close_all_connections()
+    done, _ = await asyncio.wait([asyncio.ensure_future(http.close_all_connections())],
+                                 timeout=CLOSE_CONNECTIONS_TIMEOUT)
+    if not done:
+        log.warning("connections still open %g s after the drain; exiting anyway",
+                    CLOSE_CONNECTIONS_TIMEOUT)
+
+
+def stop_accepting(http: tornado.httpserver.HTTPServer, sockets: list[socket.socket]) -> None:
+    """Stop listening, serving first the connections the kernel completed and queued
+    (closing a listening socket resets those, and a reverse proxy that sent a request on
+    one answers 502: nginx does not retry a POST); then the sockets close at once, so
+    nothing can queue in between."""
+    for sock in sockets:
+        sock.setblocking(False)  # as Tornado keeps it: an empty queue must not block
+        while True:
+            try:
+                conn, address = sock.accept()
+            except (BlockingIOError, InterruptedError, OSError):
+                break
+            conn.setblocking(False)
+            http.handle_stream(IOStream(conn, max_buffer_size=http.max_buffer_size,
+                                        read_chunk_size=http.read_chunk_size), address)
+    http.stop()
+
+
+def exit_by(seconds: float) -> None:
+    """End the process if it is still running ``seconds`` from now (a daemon timer,
+    which needs nothing of the event loop)."""
+    def overdue() -> None:
+        log.error("still running %g s after the shutdown began; exiting now", seconds)
+        logging.shutdown()
+        os._exit(70)
+    timer = threading.Timer(seconds, overdue)
+    timer.daemon = True
+    timer.start()
 
 
 def _display(host: str) -> str:

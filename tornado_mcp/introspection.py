@@ -194,6 +194,8 @@ class ProcessInfo:
     retained_bytes: int
     retained_values: int
     refusals: dict[str, int]
+    #: It is shutting down: its legacy sessions are being handed to the others.
+    draining: bool = False
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
 """A legacy session's request that reaches the wrong process of a cluster, when forwarding
 it cannot work or must be bounded: an owner that advertises no URL (421), an owner whose
-listener is gone (502), an owner that accepts and never answers (504, within
-``forward_idle_timeout``), an owner that answers slowly but steadily (passed on whole),
-and a client that stops reading a forwarded stream (dropped after ``stream_stall_timeout``,
-without the forwarding process reading the owner's answer ahead of it).
+listener is gone (503 while its heartbeat lives, then 404), an owner that accepts and
+never answers (504, within ``forward_idle_timeout``), an owner that answers slowly but
+steadily (passed on whole), and a client that stops reading a forwarded stream (dropped
+after ``stream_stall_timeout``, without the forwarding process reading the owner's answer
+ahead of it).
 
 Every process here is a Tornado server in this test process on its own loopback port,
 joined to one real redis-server; the misbehaving owners are raw asyncio servers
@@ -115,25 +116,29 @@ async def test_an_owner_that_advertises_no_url_gets_421_naming_it(redis: RedisPr
             await cluster.close()
 
 
-async def test_an_owner_whose_listener_is_gone_gets_502_naming_it(redis: RedisProc) -> None:
-    owner_transport = Transport(example_server())
-    async with forwarder(redis) as other:
-        async with running(owner_transport.server, transport=owner_transport) as owner:
-            cluster = Cluster(owner_transport, redis.url, advertise_url=owner.url)
-            await cluster.start()
-            sid = await owner.initialize()
-            r = await other.post(rpc("ping"), session=sid)  # forwarded while it listens
-            assert r.status == 200 and r.messages[-1]["result"] == {}
-        # The listener is closed; the process's heartbeat is still fresh.
-        try:
-            assert (await cluster.members.lookup(cluster.id)) is not None
-            err = assert_refused(await other.post(rpc("ping"), session=sid), 502,
-                                 INTERNAL_ERROR)
-            assert err["message"] == (
-                f"Bad gateway: process {cluster.id} on {cluster.host} (pid {cluster.pid}), "
-                f"which holds session {sid}, could not be reached at {owner.url}")
-        finally:
-            await cluster.close()
+async def test_an_owner_whose_listener_is_gone_is_503_while_it_beats_then_404(
+        redis: RedisProc) -> None:
+    """Nothing listens at the URL of a member whose heartbeat is fresh (it crashed a moment
+    ago, or restarts): 503 with ``Retry-After: 1``, as Redis says it lives; once its
+    heartbeat record is gone, 404 at once (its sessions died with it)."""
+    async with raw_owner(read_head_and_close) as url:
+        pass  # closed: nothing listens there any more
+    async with member(redis, url) as (cluster, _), forwarder(redis) as other:
+        sid = f"{cluster.id}.abc"
+        reply = await other.post(rpc("ping"), session=sid)
+        err = assert_refused(reply, 503, INTERNAL_ERROR)
+        assert reply.headers["Retry-After"] == "1"
+        assert err["message"] == ("Service unavailable: the process holding this session "
+                                  "cannot be confirmed right now; retry")
+        for task in cluster._tasks:  # it beats no more, and its record is gone (expired)
+            task.cancel()
+        await cluster.link.redis.delete(cluster.link.proc_key(cluster.id))
+        assert_refused(await other.post(rpc("ping"), session=sid), 404, INVALID_REQUEST)
+
+
+async def read_head_and_close(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await read_head(reader)
+    writer.close()
 
 
 async def test_an_owner_that_closes_without_answering_gets_502(redis: RedisProc) -> None:

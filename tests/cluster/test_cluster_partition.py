@@ -95,3 +95,55 @@ async def test_the_newest_change_wins_on_both_sides_of_a_partition(
         for proc in (a, b):
             got = await limits(proc)
             assert {k: got[k] for k in want} == want
+
+
+async def bounds(proc: ServerProc) -> dict[str, Any]:
+    found: dict[str, Any] = (await limits(proc))["tool_bounds"]
+    return found
+
+
+async def bounds_converged(procs: list[ServerProc], want: dict[str, Any]) -> None:
+    async def wait() -> None:
+        while [await bounds(p) for p in procs] != [want] * len(procs):
+            await asyncio.sleep(0.05)
+    try:
+        await asyncio.wait_for(wait(), WAIT)
+    except TimeoutError:
+        raise AssertionError([await bounds(p) for p in procs]) from None
+
+
+async def test_tool_bounds_edits_merge_tool_by_tool_across_a_partition(
+        redis: RedisProc, server_factory: ServerFactory) -> None:
+    """The connected side bounds one tool while the cut-off side bounds another, later:
+    both edits survive everywhere (a tool's entry is shared on its own)."""
+    with proxy_to(redis.path) as proxy:
+        a = start_at(server_factory, proxy.url)
+        b = start_at(server_factory, redis.url)
+        await until_connected(a, True)
+        await partition(proxy, a)
+        status, _ = await admin(b.port, "PATCH", "api/tools/echo", {"timeout": 3})
+        assert status == 200
+        await asyncio.sleep(0.05)
+        status, _ = await admin(a.port, "PATCH", "api/tools/greet", {"max_concurrency": 2})
+        assert status == 200
+        proxy.restore()
+        await until_connected(a, True)
+        want = {"echo": {"timeout": 3.0}, "greet": {"max_concurrency": 2}}
+        await bounds_converged([a, b], want)
+        await asyncio.sleep(2.0)
+        assert await bounds(a) == want and await bounds(b) == want
+
+
+async def test_simultaneous_edits_of_two_tools_on_two_processes_both_survive(
+        redis: RedisProc, server_factory: ServerFactory) -> None:
+    a = start_at(server_factory, redis.url)
+    b = start_at(server_factory, redis.url)
+    want: dict[str, Any] = {}
+    for round_ in range(3):
+        timeout, cap = round_ + 1, round_ + 2
+        results = await asyncio.gather(
+            admin(a.port, "PATCH", "api/tools/echo", {"timeout": timeout}),
+            admin(b.port, "PATCH", "api/tools/greet", {"max_concurrency": cap}))
+        assert [status for status, _ in results] == [200, 200]
+        want = {"echo": {"timeout": float(timeout)}, "greet": {"max_concurrency": cap}}
+        await bounds_converged([a, b], want)

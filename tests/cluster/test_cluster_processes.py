@@ -155,7 +155,7 @@ async def test_a_legacy_session_answers_on_any_process(
     for port in (a.port, b.port):
         gone = await Running.remote(port).post(rpc("ping"), session=sid)
         assert gone.status == 404
-    # A session of a process that has left the cluster is unknown: 404.
+    # A session of a process that stopped lives on: it was handed over, and B adopts it.
     sid = await Running.remote(a.port).initialize()
     a.stop()
 
@@ -167,8 +167,11 @@ async def test_a_legacy_session_answers_on_any_process(
             break
         await asyncio.sleep(0.02)
     assert await processes_seen_by_b() == 1
-    gone = await via_b.post(rpc("ping"), session=sid)
-    assert gone.status == 404
+    kept = await via_b.post(rpc("ping"), session=sid)
+    assert kept.status == 200, kept.body
+    assert await metric(b.port, "tornado_mcp_cluster_sessions_adopted_total") == 1.0
+    assert (await via_b.delete(sid)).status == 200
+    assert (await via_b.post(rpc("ping"), session=sid)).status == 404
 
 
 async def test_redis_outage_delays_notifications_without_losing_or_repeating_any(

@@ -13,13 +13,17 @@ each process joins a cluster that shares:
 - **where a legacy session lives**: its id starts with the id of the process that
   created it, so another process forwards its requests there, answers 503 with
   ``Retry-After`` while it cannot tell whether that process lives, or 421 naming the
-  process when it cannot forward (``docs/deploy.md``);
+  process when it cannot forward; a process that drains hands its sessions to the others
+  (:mod:`~tornado_mcp.cluster.sessions`, ``docs/deploy.md``);
 - **cluster-wide caps**, reserved in Redis before each admission
   (:mod:`~tornado_mcp.cluster.caps`);
 - **tasks and resumable streams' events**, through
   :class:`~tornado_mcp.cluster.task_store.RedisTaskStore` and
   :class:`~tornado_mcp.cluster.event_store.RedisEventStore` built on the cluster's
   :class:`Link`: one Redis client per process, one view of outages, one liveness signal.
+
+``url`` may name a primary kept by Redis Sentinel (``redis+sentinel://...``,
+:func:`~tornado_mcp.cluster.link.client_for`): the cluster follows a failover.
 
 Requires the ``redis`` extra (``pip install '.[redis]'`` in a clone: redis-py's asyncio
 client).

@@ -28,6 +28,9 @@ from typing import Any
 from .link import DOWN, Link
 
 KINDS = ("sessions", "listen_streams")
+#: The longest an admission waits for its reservation (seconds); past it Redis is taken
+#: as unreachable and the admission judged locally, as during an outage.
+RESERVE_TIMEOUT = 1.0
 
 #: KEYS: the hash of one kind; ARGV: own id, own count, cap, heartbeat key prefix.
 RESERVE = """
@@ -96,9 +99,9 @@ class Caps:
             self.pending[kind] += 1
             granted = False
             try:
-                granted = bool(await self.link.redis.eval(
+                granted = bool(await asyncio.wait_for(self.link.redis.eval(
                     RESERVE, 1, self.key(kind), self.process_id, mine, cap,
-                    self.link.proc_key("")))
+                    self.link.proc_key("")), RESERVE_TIMEOUT))
             except DOWN as exc:
                 self.link.lost(exc)
                 self.unchecked[kind] += 1
@@ -123,7 +126,7 @@ class Caps:
 
     async def loop(self, interval: float) -> None:
         """:meth:`refresh` every ``interval`` seconds while Redis answers."""
-        while True:
+        while not self.link.closing:
             await asyncio.sleep(interval)
             await self.link.wait_up()
             try:

@@ -16,17 +16,23 @@ from ..protocol import jsonio
 from .caps import Caps
 from .dpop_replay import attach as attach_dpop
 from .feed import Feed, notification_fields
-from .link import DOWN, Link, log
+from .link import DOWN, Link, log, settle
 from .members import Members
 from .rate_limit import attach as attach_governance
+from .sessions import Sessions, looks_like_process_id
 from .shared import SharedConfig, parse_version
 
 if TYPE_CHECKING:
+    from ..server.session import Session
     from ..transport import Transport
+    from ..transport.exchange import Exchange
 
 #: What a client is asked to wait before retrying a session whose owner is uncertain.
 RETRY_AFTER_S = 1.0
 TOTALS = ("sessions", "get_streams", "listen_streams", "retained_bytes", "retained_values")
+#: The bound on each step of leaving: the tasks' ends, the leaving write, the disconnect
+#: (seconds).  A process leaves within a few of them, whatever Redis or redis-py does.
+CLOSE_TIMEOUT = 2.0
 
 
 class Cluster:
@@ -66,6 +72,8 @@ class Cluster:
         self.pid = os.getpid()
         self.started_at = time.time()
         self.closed = False
+        #: This process began to drain: its legacy sessions are being handed over.
+        self.draining = False
         #: Every legacy session id this process mints starts with it: its owner's id.
         self.session_prefix = self.id + "."
         link.on_up(self._resync)
@@ -80,10 +88,13 @@ class Cluster:
         self.feed.on_limits = self.shared.on_remote
         self.feed.on_counts = self.members.announced
         self.feed.on_left = self.members.left
+        self.feed.on_drain = self.members.drains
         self.feed.on_write = self._write_extra
         self.members.on_replaced = self._replaced
         self.caps = Caps(link, self.id, ns, self._held, self._cap)
         self.members.on_leave = self.caps.forget
+        #: Where legacy sessions live, and their hand-over (:mod:`~tornado_mcp.cluster.sessions`).
+        self.sessions = Sessions(self)
         self._tasks: list[asyncio.Task[None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
@@ -111,7 +122,8 @@ class Cluster:
                            connected=self.link.connected, sessions=t.sessions,
                            get_streams=t.get_streams, listen_streams=t.listen_streams,
                            retained_bytes=t.retained_bytes, retained_values=t.retained_values,
-                           refusals={k: v for k, v in snap.refusals.items() if v})
+                           refusals={k: v for k, v in snap.refusals.items() if v},
+                           draining=self.draining)
 
     async def start(self) -> None:
         """Join the cluster, on the IOLoop that serves the transport: connect to Redis
@@ -129,10 +141,11 @@ class Cluster:
         attach_governance(self)  # the shared rate limit, audit process id, readiness
         oauth = self.transport.oauth
         attach_dpop(oauth.dpop if oauth is not None else None, self.link, self.namespace)
+        self.transport.engine.drain_hooks.append(self.sessions.drain)
         self._tasks = [asyncio.create_task(t()) for t in (
             self.link.supervise, self.feed.write_loop, self.feed.read_loop, self.members.loop,
-            self._caps_loop)]
-        log.info("process %s joined the cluster at %s", self.id, self.url)
+            self._caps_loop, self.sessions.renew_loop)]
+        log.info("process %s joined the cluster at %s", self.id, self.link.shown_url)
 
     async def _resync(self) -> None:
         """After Redis came back: catch up from the last id, restore what it lost."""
@@ -140,8 +153,23 @@ class Cluster:
         await self.shared.publish_own()
         await self.members.beat()
 
+    async def announce_drain(self) -> None:
+        """This process began to drain: the others learn it at once (on the feed, and in
+        its heartbeat record), so they stop forwarding to it and wait for its sessions."""
+        if self.draining:
+            return
+        self.draining = True
+        self.on_loop(lambda: self.feed.push({"k": "d"}))
+        if self.link.connected:
+            with contextlib.suppress(*DOWN):
+                await asyncio.wait_for(self.members.beat(), 1.0)
+
     async def close(self) -> None:
-        """Leave the cluster: what is still queued for Redis gets up to a second."""
+        """Leave the cluster: what is still queued for Redis gets up to a second, and
+        every other step is bounded (:data:`CLOSE_TIMEOUT`), so a process always leaves,
+        whatever redis-py does with a cancelled command."""
+        if self.closed:
+            return
         self.closed = self.shared.closed = True
         self.server.remove_relay(self)
         self.on_loop(lambda: self.feed.push({"k": "x"}))  # others forget us at once
@@ -149,18 +177,22 @@ class Cluster:
             deadline = time.monotonic() + 1.0
             while self.feed.outbox and time.monotonic() < deadline:
                 await asyncio.sleep(0.01)
+        self.link.closing = True  # every loop ends at its next turn
         for task in self._tasks:
             task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        if self._tasks:
+            done, stuck = await asyncio.wait(self._tasks, timeout=CLOSE_TIMEOUT)
+            for task in done:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    task.result()
+            if stuck:
+                log.warning("%d cluster task(s) did not stop within %g s; leaving anyway",
+                            len(stuck), CLOSE_TIMEOUT)
         if self.link.connected:
-            with contextlib.suppress(*DOWN):
-                await asyncio.wait_for(self.members.leave(), 1.0)
+            await settle(self.members.leave(), CLOSE_TIMEOUT)
         if self.transport.cluster is self:
             self.transport.cluster = None
-        with contextlib.suppress(Exception):
-            await self.link.aclose()
+        await settle(self.link.aclose(), CLOSE_TIMEOUT)
 
     def on_loop(self, fn: Callable[[], Any]) -> None:
         if self._loop is None:
@@ -179,9 +211,17 @@ class Cluster:
     async def session_owner(self, session_id: str) -> ProcessInfo | None:
         """The live process, other than this one, whose prefix ``session_id`` carries."""
         owner, dot, _ = session_id.partition(".")
-        if not dot or owner == self.id or not _looks_like_process_id(owner):
+        if not dot or owner == self.id or not looks_like_process_id(owner):
             return None
         return await self.members.lookup(owner)
+
+    async def find_session(self, h: Exchange, session_id: str,
+                           body: bytes | None) -> Session | None:
+        """For the transport, a legacy session it does not hold: adopted here, or the
+        request forwarded to the process holding it, or a 503 while that cannot be
+        confirmed; ``None`` when the session is gone
+        (:meth:`~tornado_mcp.cluster.sessions.Sessions.find`)."""
+        return await self.sessions.find(h, session_id, body)
 
     def owner_uncertain(self, session_id: str) -> float | None:
         """For a session no live process holds: the seconds a client should wait before
@@ -191,9 +231,10 @@ class Cluster:
         the session is gone for good (its process left, was replaced at its URL, or was
         never known)."""
         owner, dot, _ = session_id.partition(".")
-        if not dot or owner == self.id or not _looks_like_process_id(owner):
+        if not dot or owner == self.id or not looks_like_process_id(owner):
             return None
-        return RETRY_AFTER_S if self.members.uncertain(owner) else None
+        return RETRY_AFTER_S if self.members.uncertain(owner) \
+            or owner in self.members.draining else None
 
     async def reserve(self, kind: str) -> bool:
         """With ``cluster_wide_limits``: reserve, atomically across the cluster, a place
@@ -251,14 +292,10 @@ class Cluster:
         f = self.feed
         relay = {"published": f.published, "received": f.received,
                  "duplicates": f.duplicates, "buffered": len(f.outbox), "dropped": f.dropped,
-                 "trimmed": f.trimmed,
-                 "reconnects": self.link.reconnects}
+                 "trimmed": f.trimmed, "unreplicated": f.unreplicated,
+                 "reconnects": self.link.reconnects,
+                 "sessions_handed_over": self.sessions.handed_over,
+                 "sessions_adopted": self.sessions.taken}
         return ClusterSnapshot(taken_at=time.time(), self_id=self.id,
                                connected=self.link.connected, processes=processes,
                                totals=totals, relay=relay)
-
-
-def _looks_like_process_id(text: str) -> bool:
-    """A process id is 12 lowercase hex digits; anything else names no process, and is
-    not asked of Redis."""
-    return len(text) == 12 and all(c in "0123456789abcdef" for c in text)

@@ -48,7 +48,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..transport.event_store import LedgerStore
-from .link import DOWN, Link
+from .link import DOWN, Link, redacted
 
 log = logging.getLogger("tornado_mcp.transport.event_store")
 
@@ -115,6 +115,11 @@ class RedisEventStore(LedgerStore):
             self._queue(("del", [self.key(session_id, s) for s in ledger.streams]))
         super().forget(session_id)
 
+    def release(self, session_id: str) -> None:
+        """The session moved to another process (which took its :meth:`export_ledger`):
+        drop the bookkeeping here and leave its frames in Redis for that process."""
+        LedgerStore.forget(self, session_id)
+
     async def close(self) -> None:
         """Send what is queued, then disconnect."""
         writer = self._writer
@@ -169,7 +174,7 @@ class RedisEventStore(LedgerStore):
                     link.lost(exc)
                 elif not self._failing:
                     self._failing = True
-                    log.warning("event store lost Redis at %s (%s)", self.url, exc)
+                    log.warning("event store lost Redis at %s (%s)", redacted(self.url), exc)
                 _fail_reads(ops, exc)
                 continue
             self._failing = False

@@ -9,12 +9,21 @@ order, once Redis answers again.  One reader task follows the stream from the la
 has seen (``XREAD BLOCK``), so after an outage it catches up on what the others published
 meanwhile.  The sequence numbers make delivery exactly once and in order per publisher: a
 batch resent because Redis went away mid-write is recognised and skipped.
+
+When the primary has replicas (Sentinel, or a managed equivalent), a batch leaves the
+outbox only once one replica has it too (``WAIT 1`` in the same pipeline, at most
+:data:`WAIT_MS`): a failover before that makes the writer resend the batch to the promoted
+replica, where readers skip what they had already seen.  A batch no replica acknowledged
+in time is counted (:attr:`Feed.unreplicated`): only those can be lost in a failover, and
+every reader counts what it lost as a gap in the publisher's sequence numbers
+(:attr:`Feed.trimmed`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from itertools import islice
@@ -32,6 +41,10 @@ BATCH = 256
 MAX_PUBLISHERS = 4096
 #: ``XREAD BLOCK`` timeout in milliseconds (the socket timeout must be longer).
 READ_BLOCK_MS = 1000
+#: How long a batch waits for a replica to acknowledge it (``WAIT``), in milliseconds, and
+#: after a batch no replica acknowledged, how long the writer goes without waiting.
+WAIT_MS = 100
+WAIT_AGAIN_S = 5.0
 
 Fields = dict[str, Any]
 
@@ -46,7 +59,8 @@ class Feed:
 
     What it reads is handed on through callbacks: ``deliver(method, params)`` a
     notification, ``on_counts(origin, at, sessions, streams)`` an admission announcement,
-    ``on_left(origin)`` a process leaving, ``on_limits(changes, fields)`` a limit change;
+    ``on_left(origin)`` a process leaving, ``on_drain(origin)`` one beginning to drain,
+    ``on_limits(changes, fields)`` a limit change;
     ``on_refusal`` counts an entry the outage buffer refused, ``on_write(pipe, fields)``
     adds what an entry of this process must also write (a limit change's versioned set).
     """
@@ -69,12 +83,17 @@ class Feed:
         self.received = 0  # entries from other processes, handed on
         self.duplicates = 0  # entries seen twice (a resent batch) and skipped
         self.dropped = 0  # entries refused by the outage buffer
-        self.trimmed = 0  # entries trimmed from the stream before this process read them
+        self.trimmed = 0  # entries of others missing when read: trimmed, or lost in a failover
+        #: Replicas the primary had when last asked: batches wait for one of them.
+        self.replicas = 0
+        self.unreplicated = 0  # entries written that no replica acknowledged in time
+        self._wait_again_at = 0.0
         self._trim_burst = False
         self._ready = asyncio.Event()
         self.on_limits: Callable[[dict[str, Any], Fields], None] | None = None
         self.on_counts: Callable[[str, float, int, int], None] | None = None
         self.on_left: Callable[[str], None] | None = None
+        self.on_drain: Callable[[str], None] | None = None
         self.on_write: Callable[[Any, Fields], None] | None = None
 
     # -- publishing (on the IOLoop) -----------------------------------------------------------
@@ -96,7 +115,7 @@ class Feed:
     async def write_loop(self) -> None:
         link = self.link
         length = self.options.cluster_stream_length
-        while True:
+        while not link.closing:
             await self._ready.wait()
             await link.wait_up()
             batch = list(islice(self.outbox, BATCH))
@@ -108,11 +127,17 @@ class Feed:
                 if self.on_write is not None:
                     self.on_write(pipe, fields)
                 pipe.xadd(self.key, fields, maxlen=length, approximate=True)
+            wait = self.replicas > 0 and time.monotonic() >= self._wait_again_at
+            if wait:
+                pipe.execute_command("WAIT", 1, WAIT_MS)
             try:
-                await pipe.execute()
+                results = await pipe.execute()
             except DOWN as exc:
                 link.lost(exc)  # the batch stays queued; resent entries are deduplicated
                 continue
+            if wait and not results[-1]:  # no replica has it yet: a failover may lose it
+                self.unreplicated += len(batch)
+                self._wait_again_at = time.monotonic() + WAIT_AGAIN_S
             for _ in batch:
                 self.outbox.popleft()
             self.published += len(batch)
@@ -120,7 +145,9 @@ class Feed:
     # -- reading ------------------------------------------------------------------------------
     async def resync(self) -> None:
         """Where to read from after (re)connecting: our last id, unless the stream was
-        lost with Redis (missing, or ending before it) and must be read from its start."""
+        lost with Redis (missing, or ending before it: a restart, or a failover to a
+        replica that lacked the newest entries) and must be read from its start."""
+        self.replicas = await self.link.replicas()
         top = await self.link.redis.xrevrange(self.key, count=1)
         if not top:
             self.last_id = "0-0"
@@ -131,12 +158,15 @@ class Feed:
 
     async def start_at_end(self) -> None:
         """At start: skip what was published before this process existed."""
+        self.replicas = await self.link.replicas()
         top = await self.link.redis.xrevrange(self.key, count=1)
         self.last_id = top[0][0].decode() if top else "0-0"
 
     async def read_loop(self) -> None:
         link = self.link
-        while True:
+        # Not ``while True``: redis-py may swallow the cancellation of the XREAD below
+        # and return its reply (see the link module), so the loop checks it was closed.
+        while not link.closing:
             await link.wait_up()
             try:
                 reply = await link.redis.xread({self.key: self.last_id}, count=BATCH,
@@ -191,6 +221,8 @@ class Feed:
                 self.on_counts(origin, float(raw[b"t"]), int(raw[b"ss"]), int(raw[b"ls"]))
             elif kind == b"x" and self.on_left is not None:  # the publisher left
                 self.on_left(origin)
+            elif kind == b"d" and self.on_drain is not None:  # the publisher drains
+                self.on_drain(origin)
             elif kind == b"g" and self.on_left is not None:  # a process replaced at its URL
                 self.on_left(raw[b"g"].decode())
             elif kind == b"l" and self.on_limits is not None:

@@ -13,6 +13,11 @@ never leaves the processes split.  A change is recorded in each audit log as
 ``"<who> on <host> pid <pid>"``.  A process that starts reads the hash, so a change
 survives restarts; the first process seeds it with its own values (version 0).
 
+``tool_bounds`` is shared tool by tool: each tool's entry is a field of its own
+(``tool_bounds:<tool>``, ``null`` once removed) with its own version, so edits of two
+different tools, made at the same instant on two processes or on both sides of a
+partition, both survive; only two edits of the same tool race, and the newer wins.
+
 The 2026-07-28 ``requestState`` key is generated once by the first process
 (``SET {ns}:request-state-key NX``) and read by every other, so a multi-round-trip retry
 can reach any process.  After a Redis restart without persistence, each process writes
@@ -38,6 +43,9 @@ log = logging.getLogger("tornado_mcp.cluster")
 Version = tuple[int, str]
 #: The version of a value nobody changed (a process's configured start values).
 ZERO: Version = (0, "")
+#: The option shared one tool at a time, and the prefix of its per-tool fields.
+TOOL_BOUNDS = "tool_bounds"
+TOOL_FIELD = TOOL_BOUNDS + ":"
 
 #: KEYS: limits, versions; ARGV: groups of (name, JSON value, µs, process id).  Each value
 #: is stored only if its version is newer than the stored one.
@@ -115,6 +123,19 @@ class SharedConfig:
         if args:
             pipe.eval(SET_IF_NEWER, 2, self.limits_key, self.versions_key, *args)
 
+    def _fields(self) -> dict[str, Any]:
+        """What this process holds, as the fields it shares: each live option, but
+        ``tool_bounds`` one field per tool (``None`` for a tool whose entry it removed)."""
+        values = self.options.live_values()
+        bounds = values.pop(TOOL_BOUNDS, {}) or {}
+        fields: dict[str, Any] = dict(values)
+        for name in self.versions:
+            if name.startswith(TOOL_FIELD):
+                fields[name] = None  # removed here, unless still listed below
+        for tool, entry in bounds.items():
+            fields[TOOL_FIELD + tool] = entry
+        return fields
+
     async def publish_own(self) -> None:
         """At start and on every reconnection: write what this process holds where it is
         newer than Redis's (and the requestState key if Redis has none), then take what
@@ -123,7 +144,7 @@ class SharedConfig:
         pipe = redis.pipeline(transaction=False)
         pipe.set(self.state_key_key, self.state_key.hex(), nx=True)
         args: list[Any] = []
-        for name, value in self.options.live_values().items():
+        for name, value in self._fields().items():
             t, origin = self.version(name)
             args += [name, jsonio.dumps(value), str(t), origin]
         if args:
@@ -133,20 +154,20 @@ class SharedConfig:
         pipe.hgetall(self.versions_key)
         *_, key_hex, limits, versions = await pipe.execute()
         self._install_key(bytes.fromhex(key_hex.decode()))
-        current = self.options.live_values()
+        current = self._fields()
         stored_versions = {k.decode(): parse_version(v) for k, v in versions.items()}
         changes: dict[str, Any] = {}
         for raw_name, raw_value in limits.items():
             name = raw_name.decode()
-            if name not in current:
+            if name not in current and not name.startswith(TOOL_FIELD):
                 continue
             value = jsonio.loads(raw_value)
             theirs = stored_versions.get(name, ZERO)
             self._seen(theirs)
-            if theirs > self.version(name) or (theirs == self.version(name)
-                                               and current[name] != value):
+            mine = current.get(name)
+            if theirs > self.version(name) or (theirs == self.version(name) and mine != value):
                 self.versions[name] = theirs
-                if current[name] != value:
+                if mine != value:
                     changes[name] = value
         if changes:
             self.apply(changes, "cluster configuration")
@@ -159,6 +180,18 @@ class SharedConfig:
         self.server.request_state = RequestStateCodec(key=key, ttl=ttl)
 
     def apply(self, changes: dict[str, Any], actor: str) -> None:
+        """Apply shared ``changes`` here (``tool_bounds:<tool>`` fields merged into this
+        process's ``tool_bounds``)."""
+        tools = {k[len(TOOL_FIELD):]: v for k, v in changes.items() if k.startswith(TOOL_FIELD)}
+        changes = {k: v for k, v in changes.items() if not k.startswith(TOOL_FIELD)}
+        if tools:
+            bounds = dict(self.options.tool_bounds)
+            for tool, entry in tools.items():
+                if entry is None:
+                    bounds.pop(tool, None)
+                else:
+                    bounds[tool] = entry
+            changes[TOOL_BOUNDS] = bounds
         self._applying = True
         try:
             self.options.update(changes, actor=actor)
@@ -173,7 +206,9 @@ class SharedConfig:
         self._seen(version)
         live = {}
         for name, value in changes.items():
-            if name in LIVE_OPTIONS and version > self.version(name):
+            shared = name.startswith(TOOL_FIELD) or (name in LIVE_OPTIONS
+                                                      and name != TOOL_BOUNDS)
+            if shared and version > self.version(name):
                 self.versions[name] = version
                 live[name] = value
         if live:
@@ -184,7 +219,13 @@ class SharedConfig:
         """An options listener: share a change made in this process."""
         if self._applying or self.closed:
             return
-        changes = {k: new for k, (_old, new) in diff.items() if k in LIVE_OPTIONS}
+        changes = {k: new for k, (_old, new) in diff.items()
+                   if k in LIVE_OPTIONS and k != TOOL_BOUNDS}
+        if TOOL_BOUNDS in diff:  # only the tools whose entry changed
+            old, new = (v or {} for v in diff[TOOL_BOUNDS])
+            for tool in old.keys() | new.keys():
+                if old.get(tool) != new.get(tool):
+                    changes[TOOL_FIELD + tool] = new.get(tool)
         if changes:
             version = (self._stamp(), self.process_id)
             for name in changes:

@@ -23,6 +23,16 @@ bare one).  A runner that is gone cannot act, so:
 * the first terminal status a record gets is its last: a runner cut off from Redis past
   its heartbeat finds its tasks failed, and its later writes to them are refused.
 
+A runner cut off from Redis keeps what it could not write: when Redis answers again it
+writes each task's latest state (so a task that finished meanwhile reads ``completed``,
+unless the others settled it ``failed`` first, once its heartbeat expired), and it writes
+back every record of its own that Redis lost (a restart without persistence, a failover
+to a replica behind): running tasks stay known and their results land.  A cancel reaching
+another process is recorded in Redis (``{prefix}:cancel:<id>``) before it is
+acknowledged: the runner stops the task when the signal reaches it, and if it does not
+(cut off), the runner's next write of that task, or its return to Redis, turns the task
+``cancelled`` and stops it: an acknowledged cancel is never followed by ``completed``.
+
 ``max_tasks`` bounds the tasks kept by all the processes together: creation is one Lua
 script that drops expired entries from the index, counts, and stores, atomically.  While
 Redis cannot be reached a task call answers a JSON-RPC error
@@ -43,7 +53,8 @@ from ..protocol import INTERNAL_ERROR, jsonio
 from ..protocol.errors import MCPError
 from ..tasks.record import TaskRecord
 from ..tasks.store import TaskStore
-from .link import DOWN, Link
+from .link import DOWN, Link, settle
+from .task_orphans import Orphans, TaskKeys
 
 log = logging.getLogger("tornado_mcp.tasks")
 
@@ -54,11 +65,14 @@ PRESENCE_TTL_S = 5.0
 BEAT_S = 1.0
 #: How often the runners of unfinished tasks are checked for life.
 SWEEP_S = 1.0
-#: What a task whose runner died is settled with.
-RUNNER_GONE_MESSAGE = "Task failed: the process running it ended"
 UNAVAILABLE = ("Service unavailable: the task store (Redis) cannot be reached; "
                "try again later")
-TERMINAL = ("completed", "failed", "cancelled")
+#: The longest a task call waits for Redis (seconds): past it, the call is answered
+#: "cannot be reached" instead of stalling on a frozen Redis.
+REQUEST_TIMEOUT = 2.0
+#: The bound on each of a store's tasks ending at close (seconds).
+CLOSE_TIMEOUT = 2.0
+CANCELLED_MESSAGE = "Cancelled by the client"
 
 # KEYS: index, record, runners, runner's tasks; ARGV: now ms, limit, expires ms, ttl ms,
 # task id, record JSON, runner.
@@ -76,23 +90,47 @@ if redis.call('PTTL', KEYS[4]) < tonumber(ARGV[4]) then
 end
 return 1
 """
-# KEYS: record; ARGV: record JSON.  Never over a terminal status.
-_SAVE = """
+# KEYS: record, cancel flag, index, runners, runner's tasks; ARGV: record JSON, the same
+# cancelled, its status, updated_at, ttl ms, expires ms, task id, runner, "rebuild" or not.
+# Never over a terminal status; a record written while a cancel is recorded is written
+# cancelled (2); a rebuild writes a record Redis lost, or one older than the runner's.
+_PUT = """
 local raw = redis.call('GET', KEYS[1])
+local new, written = ARGV[1], 1
+if redis.call('EXISTS', KEYS[2]) == 1 and ARGV[3] ~= 'failed' and ARGV[3] ~= 'cancelled' then
+  new, written = ARGV[2], 2
+end
+if not raw then
+  if ARGV[9] ~= 'rebuild' then return 0 end
+  redis.call('SET', KEYS[1], new, 'PX', ARGV[5])
+  redis.call('ZADD', KEYS[3], ARGV[6], ARGV[7])
+  redis.call('SADD', KEYS[4], ARGV[8])
+  redis.call('SADD', KEYS[5], ARGV[7])
+  if redis.call('PTTL', KEYS[5]) < tonumber(ARGV[5]) then
+    redis.call('PEXPIRE', KEYS[5], ARGV[5])
+  end
+  return written
+end
+local current = cjson.decode(raw)
+local status = current['status']
+if status == 'completed' or status == 'failed' or status == 'cancelled' then return 0 end
+if ARGV[9] == 'rebuild' and tonumber(current['updated_at']) >= tonumber(ARGV[4]) then
+  return 0
+end
+redis.call('SET', KEYS[1], new, 'KEEPTTL')
+return written
+"""
+# KEYS: the runner's heartbeat, cancel flag, record; ARGV: ttl ms.  Records the cancel of
+# a task whose runner lives and which is not finished: 1; else 0.
+_CANCEL = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local raw = redis.call('GET', KEYS[3])
 if not raw then return 0 end
 local status = cjson.decode(raw)['status']
 if status == 'completed' or status == 'failed' or status == 'cancelled' then return 0 end
-redis.call('SET', KEYS[1], ARGV[1], 'KEEPTTL')
+redis.call('SET', KEYS[2], '1', 'PX', ARGV[1])
 return 1
 """
-# KEYS: record, the runner's heartbeat; ARGV: the record as read, the settled record.
-_SETTLE = """
-if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
-return 1
-"""
-
 T = TypeVar("T")
 
 
@@ -110,33 +148,20 @@ class RedisTaskStore(TaskStore):
         self.link = link if link is not None else Link(url)
         self.url = self.link.url
         self.prefix = prefix or self.link.key("tasks")
+        self.keys = TaskKeys(self.prefix)
+        #: Settles the tasks of runners that died.
+        self.orphans = Orphans(self.link, self.keys)
         redis = self.link.redis
         self._create = redis.register_script(_CREATE)
-        self._save = redis.register_script(_SAVE)
-        self._settle = redis.register_script(_SETTLE)
+        self._put = redis.register_script(_PUT)
+        self._cancel = redis.register_script(_CANCEL)
+        #: This process's task records Redis has not taken yet (it could not be reached):
+        #: written when it answers again.
+        self._unsaved: dict[str, TaskRecord] = {}
+        self.link.on_up(self._resync)
         self._given_id = ""
         self._pubsub: Any = None
         self._tasks: list[asyncio.Task[None]] = []
-        #: Tasks this process settled ``failed`` because their runner died.
-        self.orphans_settled = 0
-
-    def _key(self, task_id: str) -> str:
-        return f"{self.prefix}:task:{task_id}"
-
-    @property
-    def _index(self) -> str:
-        return f"{self.prefix}:index"
-
-    @property
-    def _channel(self) -> str:
-        return f"{self.prefix}:signals"
-
-    @property
-    def _runners(self) -> str:
-        return f"{self.prefix}:runners"
-
-    def _runner_tasks(self, runner: str) -> str:
-        return f"{self.prefix}:by-runner:{runner}"
 
     async def start(self) -> None:
         """Take the link's process id; with a link of its own, connect (raises if Redis
@@ -151,18 +176,20 @@ class RedisTaskStore(TaskStore):
                         asyncio.create_task(self._sweep_loop())]
 
     async def close(self) -> None:
+        """Stop following signals and sweeping; each step bounded (a process always
+        exits, whatever redis-py does with a cancelled command)."""
+        if self._owns_link:
+            self.link.closing = True
         for task in self._tasks:
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        if self._tasks:
+            await asyncio.wait(self._tasks, timeout=CLOSE_TIMEOUT)
         if self._pubsub is not None:
-            with contextlib.suppress(Exception):
-                await self._pubsub.aclose()
+            await settle(self._pubsub.aclose(), CLOSE_TIMEOUT)
         if self._owns_link:
-            with contextlib.suppress(Exception):
-                await self.link.redis.delete(self.link.proc_key(self.process_id))
-            with contextlib.suppress(Exception):
-                await self.link.aclose()
+            await settle(self.link.redis.delete(self.link.proc_key(self.process_id)),
+                         CLOSE_TIMEOUT)
+            await settle(self.link.aclose(), CLOSE_TIMEOUT)
 
     # -- Redis, through the link ------------------------------------------------------------
     async def _io(self, fn: Callable[[], Awaitable[T]]) -> T:
@@ -170,7 +197,7 @@ class RedisTaskStore(TaskStore):
         if not self.link.connected:
             raise MCPError(INTERNAL_ERROR, UNAVAILABLE)
         try:
-            return await fn()
+            return await asyncio.wait_for(fn(), REQUEST_TIMEOUT)
         except DOWN as exc:
             self.link.lost(exc)
             raise MCPError(INTERNAL_ERROR, UNAVAILABLE) from None
@@ -180,7 +207,7 @@ class RedisTaskStore(TaskStore):
                                   px=int(PRESENCE_TTL_S * 1000))
 
     async def _presence(self) -> None:
-        while True:
+        while not self.link.closing:
             await asyncio.sleep(BEAT_S)
             await self.link.wait_up()
             try:
@@ -189,12 +216,14 @@ class RedisTaskStore(TaskStore):
                 self.link.lost(exc)
 
     async def _read(self) -> None:
-        while True:
+        while not self.link.closing:
             await self.link.wait_up()
             pubsub = self._pubsub = self.link.redis.pubsub(ignore_subscribe_messages=True)
             try:
-                await pubsub.subscribe(self._channel)
+                await pubsub.subscribe(self.keys.channel)
                 async for message in pubsub.listen():
+                    if self.link.closing:
+                        break
                     self._deliver(message.get("data"))
             except DOWN as exc:
                 self.link.lost(exc)
@@ -216,64 +245,64 @@ class RedisTaskStore(TaskStore):
 
     # -- orphans ----------------------------------------------------------------------------
     async def _sweep_loop(self) -> None:
-        while True:
+        while not self.link.closing:
             await asyncio.sleep(SWEEP_S)
             await self.link.wait_up()
             try:
+                if self._unsaved:
+                    await self._write_unsaved()
                 await self.sweep()
             except DOWN as exc:
                 self.link.lost(exc)
 
+    # -- after an outage ----------------------------------------------------------------------
+    async def _resync(self) -> None:
+        """Redis answers again: write back this process's records it lost, the states it
+        could not take meanwhile, and stop the tasks cancelled meanwhile."""
+        now = time.time()
+        own = [r for r in self._local.values()
+               if r.runner == self.process_id and r.expires_at > now]
+        for record in own:
+            self._unsaved.pop(record.task_id, None)
+            await self._write(record, rebuild=True)
+        await self._write_unsaved()
+        running = [r for r in own if not r.terminal]
+        if running:
+            pipe = self.link.redis.pipeline(transaction=False)
+            for record in running:
+                pipe.exists(self.keys.cancel(record.task_id))
+            for record, flagged in zip(running, await pipe.execute(), strict=True):
+                if flagged and self.on_signal is not None:
+                    self.on_signal(record.task_id, {"cancel": True})
+
+    async def _write_unsaved(self) -> None:
+        for task_id in list(self._unsaved):
+            record = self._unsaved.pop(task_id)
+            await self._write(record, rebuild=False)
+
+    async def _write(self, record: TaskRecord, rebuild: bool) -> int:
+        """One record through the put script; a cancel recorded meanwhile stops its run."""
+        now = time.time()
+        cancelled = TaskRecord.from_json(record.to_json())
+        cancelled.status, cancelled.status_message = "cancelled", CANCELLED_MESSAGE
+        cancelled.result = cancelled.error = None
+        cancelled.input_requests, cancelled.result_bytes = {}, 0
+        written = int(await self._put(
+            keys=[self.keys.record(record.task_id), self.keys.cancel(record.task_id),
+                  self.keys.index, self.keys.runners, self.keys.runner_tasks(record.runner)],
+            args=[jsonio.dumps(record.to_json()), jsonio.dumps(cancelled.to_json()),
+                  record.status, repr(record.updated_at),
+                  max(1, int((record.expires_at - now) * 1000)),
+                  int(record.expires_at * 1000), record.task_id, record.runner,
+                  "rebuild" if rebuild else "save"]))
+        if written == 2 and self.on_signal is not None:  # cancelled while it could not tell
+            self.on_signal(record.task_id, {"cancel": True})
+        return written
+
     async def sweep(self) -> int:
         """Settle ``failed`` the unfinished tasks of every runner whose heartbeat record
-        expired; return how many this call settled."""
-        redis = self.link.redis
-        runners = sorted(r.decode() for r in await redis.smembers(self._runners))
-        runners = [r for r in runners if r != self.process_id]
-        if not runners:
-            return 0
-        pipe = redis.pipeline(transaction=False)
-        for runner in runners:
-            pipe.exists(self.link.proc_key(runner))
-        alive = await pipe.execute()
-        settled = 0
-        for runner, live in zip(runners, alive, strict=True):
-            if not live:
-                settled += await self._settle_runner(runner)
-        self.orphans_settled += settled
-        return settled
-
-    async def _settle_runner(self, runner: str) -> int:
-        redis = self.link.redis
-        ids = [i.decode() for i in await redis.smembers(self._runner_tasks(runner))]
-        raws = await redis.mget([self._key(i) for i in ids]) if ids else []
-        settled = 0
-        for raw in raws:
-            if raw is None:
-                continue
-            try:
-                record = TaskRecord.from_json(jsonio.loads(raw))
-            except (ValueError, TypeError):
-                continue
-            if record.status in TERMINAL:
-                continue
-            record.status, record.status_message = "failed", RUNNER_GONE_MESSAGE
-            record.error = {"code": INTERNAL_ERROR, "message": RUNNER_GONE_MESSAGE}
-            record.input_requests = {}
-            record.result_bytes = len(jsonio.dumps(record.error))
-            record.updated_at = time.time()
-            settled += int(await self._settle(
-                keys=[self._key(record.task_id), self.link.proc_key(runner)],
-                args=[raw, jsonio.dumps(record.to_json())]))
-        if not await redis.exists(self.link.proc_key(runner)):
-            pipe = redis.pipeline(transaction=False)
-            pipe.srem(self._runners, runner)
-            pipe.delete(self._runner_tasks(runner))
-            await pipe.execute()
-        if settled:
-            log.warning("settled %d task(s) of process %s, which ended, as failed",
-                        settled, runner)
-        return settled
+        expired; return how many this call settled (:mod:`.task_orphans`)."""
+        return await self.orphans.sweep(self.process_id)
 
     # -- the interface ----------------------------------------------------------------------
     async def create(self, record: TaskRecord, limit: int | None) -> bool:
@@ -283,8 +312,8 @@ class RedisTaskStore(TaskStore):
             record.runner = self.process_id
         ttl_ms = max(1, int(record.ttl * 1000))
         created = await self._io(lambda: self._create(
-            keys=[self._index, self._key(record.task_id), self._runners,
-                  self._runner_tasks(record.runner)],
+            keys=[self.keys.index, self.keys.record(record.task_id), self.keys.runners,
+                  self.keys.runner_tasks(record.runner)],
             args=[int(now * 1000), -1 if limit is None else limit,
                   int(record.expires_at * 1000), ttl_ms, record.task_id,
                   jsonio.dumps(record.to_json()), record.runner]))
@@ -294,7 +323,7 @@ class RedisTaskStore(TaskStore):
         return True
 
     async def get(self, task_id: str) -> TaskRecord | None:
-        raw = await self._io(lambda: self.link.redis.get(self._key(task_id)))
+        raw = await self._io(lambda: self.link.redis.get(self.keys.record(task_id)))
         if raw is None:
             return None
         try:
@@ -305,16 +334,21 @@ class RedisTaskStore(TaskStore):
     async def save(self, record: TaskRecord) -> None:
         if record.task_id in self._local:
             self._local[record.task_id] = record
-        await self._io(lambda: self._save(keys=[self._key(record.task_id)],
-                                          args=[jsonio.dumps(record.to_json())]))
+        try:
+            await self._io(lambda: self._write(record, rebuild=False))
+            self._unsaved.pop(record.task_id, None)
+        except MCPError:
+            if record.runner == self.process_id:  # its own: written when Redis is back
+                self._unsaved[record.task_id] = record
+            raise
 
     async def owned(self, owner: str) -> list[TaskRecord]:
         redis = self.link.redis
         now_ms = int(time.time() * 1000)
-        ids = await self._io(lambda: redis.zrangebyscore(self._index, now_ms, "+inf"))
+        ids = await self._io(lambda: redis.zrangebyscore(self.keys.index, now_ms, "+inf"))
         if not ids:
             return []
-        raws = await self._io(lambda: redis.mget([self._key(i.decode()) for i in ids]))
+        raws = await self._io(lambda: redis.mget([self.keys.record(i.decode()) for i in ids]))
         records = []
         for raw in raws:
             if raw is None:
@@ -327,8 +361,15 @@ class RedisTaskStore(TaskStore):
 
     async def signal(self, record: TaskRecord, message: dict[str, Any]) -> bool:
         redis = self.link.redis
-        if not await self._io(lambda: redis.exists(self.link.proc_key(record.runner))):
+        if message.get("cancel") is True:  # recorded first: the runner sees it, cut off too
+            recorded = await self._io(lambda: self._cancel(
+                keys=[self.link.proc_key(record.runner), self.keys.cancel(record.task_id),
+                      self.keys.record(record.task_id)],
+                args=[max(1, int((record.expires_at - time.time()) * 1000))]))
+            if not recorded:
+                return False
+        elif not await self._io(lambda: redis.exists(self.link.proc_key(record.runner))):
             return False
-        await self._io(lambda: redis.publish(self._channel, jsonio.dumps(
+        await self._io(lambda: redis.publish(self.keys.channel, jsonio.dumps(
             {"id": record.task_id, "runner": record.runner, "m": message})))
         return True

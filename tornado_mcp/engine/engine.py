@@ -124,6 +124,11 @@ class Engine:
         #: Checks the readiness probe runs: each returns why the engine cannot serve now,
         #: or ``None`` (the cluster adds one for its Redis).
         self.readiness_checks: list[Callable[[], str | None]] = []
+        #: Run as the drain begins, each given its deadline (``time.monotonic()`` seconds,
+        #: ``None`` without one), and awaited with what is in flight, at most
+        #: :data:`DRAIN_HOOK_MARGIN` seconds past the deadline (a cluster hands its legacy
+        #: sessions to the other processes while they go idle).
+        self.drain_hooks: list[Callable[[float | None], Awaitable[None]]] = []
         self._running: set[asyncio.Task[Any]] = set()
         self._idle: asyncio.Event | None = None
 
@@ -289,6 +294,20 @@ class Engine:
         left is the caller's to cancel."""
         self.closing = True
         deadline = None if grace is None else time.monotonic() + grace
+        hooks = [asyncio.ensure_future(hook(deadline)) for hook in self.drain_hooks]
+        finished = await self._drain_work(deadline)
+        if hooks:
+            left = None if deadline is None \
+                else max(0.0, deadline - time.monotonic()) + DRAIN_HOOK_MARGIN
+            done, late = await asyncio.wait(hooks, timeout=left)
+            for task in late:
+                task.cancel()
+            for task in done:
+                if not task.cancelled() and task.exception() is not None:
+                    log.error("a drain hook failed", exc_info=task.exception())
+        return finished
+
+    async def _drain_work(self, deadline: float | None) -> bool:
         while self._running:
             self._idle = asyncio.Event()
             left = None if deadline is None else deadline - time.monotonic()
@@ -303,6 +322,11 @@ class Engine:
         """After the drain: cancel every task run left, close the task store, stop the pool."""
         await self.tasks.close()
         self.sync_runner.shutdown()
+
+
+#: Seconds a drain hook may run past the drain's deadline (it finishes what the deadline
+#: cut short, such as handing the last sessions over).
+DRAIN_HOOK_MARGIN = 5.0
 
 
 def _less(cap: int | None, taken: int) -> int | None:

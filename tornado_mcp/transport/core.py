@@ -27,7 +27,7 @@ from ..auth.resource import OAuthResource
 from ..engine.engine import Engine
 from ..engine.listen_index import LIST_CHANGED, StreamChannel, change_key
 from ..engine.middleware import Middleware
-from ..introspection import AuditRecord, ProcessInfo, Snapshot
+from ..introspection import AuditRecord, Snapshot
 from ..options import TransportOptions
 from ..protocol import LEGACY_VERSIONS, MODERN_VERSIONS, Refusal, jsonio
 from ..protocol.identity import ANONYMOUS, Principal
@@ -183,13 +183,14 @@ class Transport:
         the endpoint's DNS-rebinding check, for handlers mounted beside it (the dashboard)."""
         return self.rebinding.verdict(host_header, origin)
 
-    def open_session(self, version: str, params: dict[str, Any],
-                     principal: Principal = ANONYMOUS) -> Session | None:
-        """A new legacy session for an ``initialize`` with ``params`` by ``principal``;
-        ``None`` when ``max_sessions`` is reached."""
+    def open_session(self, version: str, params: dict[str, Any], principal: Principal = ANONYMOUS,
+                     session_id: str | None = None) -> Session | None:
+        """A new legacy session for an ``initialize`` with ``params`` by ``principal`` (or, by
+        its id, one a process of the cluster handed over); ``None`` at ``max_sessions``."""
         prefix = self.cluster.session_prefix if self.cluster is not None else ""
-        session = Session(prefix + self.sessions.new_id(), version, params.get("clientInfo"),
-                          params.get("capabilities"), jsonio.count_values(params))
+        session = Session(session_id or prefix + self.sessions.new_id(), version,
+                          params.get("clientInfo"), params.get("capabilities"),
+                          jsonio.count_values(params))
         session.principal = principal
         if not self.sessions.admit(session):
             return None
@@ -212,12 +213,6 @@ class Transport:
         """Before admitting a ``"sessions"`` or ``"listen_streams"``: with cluster-wide
         limits, a place reserved in Redis (admit in the same IOLoop iteration)."""
         return await self.cluster.reserve(kind) if self.cluster is not None else True
-
-    async def session_owner(self, session_id: str) -> ProcessInfo | None:
-        """The other live process of the cluster that holds ``session_id``, if any."""
-        if self.cluster is None:
-            return None
-        return await self.cluster.session_owner(session_id)
 
     # -- loop affinity ----------------------------------------------------------------------
     def _start(self) -> None:

@@ -177,6 +177,32 @@ class LedgerStore:
     def forget(self, session_id: str) -> None:
         self._ledgers.pop(session_id, None)
 
+    def export_ledger(self, session_id: str) -> dict[str, Any] | None:
+        """The bookkeeping of a session's events as JSON (ages, not clock readings), for a
+        store in another process that shares the frames (a cluster moving the session);
+        ``None`` when it keeps none."""
+        ledger = self._ledgers.get(session_id)
+        if ledger is None:
+            return None
+        now = self._clock()
+        return {"order": [[stream, seq, size, now - at] for stream, seq, size, at
+                          in ledger.order],
+                "streams": {stream: [list(e[0]), e[1], e[2], e[3]]
+                            for stream, e in ledger.streams.items()}}
+
+    def import_ledger(self, session_id: str, data: dict[str, Any]) -> None:
+        """Take over the bookkeeping :meth:`export_ledger` gave (the frames it names must
+        be where this store reads them)."""
+        ledger = _Ledger()
+        now = self._clock()
+        for stream, seq, size, age in data["order"]:
+            ledger.order.append((str(stream), int(seq), int(size), now - float(age)))
+            ledger.bytes += int(size)
+        for stream, (seqs, first, gap, last) in data["streams"].items():
+            ledger.streams[str(stream)] = [deque(int(q) for q in seqs), int(first), int(gap),
+                                           int(last)]
+        self._ledgers[session_id] = ledger
+
     def prune(self) -> None:
         now, max_age = self._clock(), self._max_age()
         for session_id, ledger in list(self._ledgers.items()):

@@ -33,7 +33,7 @@ from ..auth.resource import OAuthResource
 from ..engine.engine import Channel, Engine
 from ..engine.listen_index import NotificationHub
 from ..engine.middleware import Chain
-from ..introspection import ClusterSnapshot, ProcessInfo
+from ..introspection import ClusterSnapshot
 from ..options import TransportOptions
 from ..protocol import Refusal
 from ..protocol.identity import ANONYMOUS, Principal
@@ -56,9 +56,8 @@ class ClusterMember(Protocol):
     id: str
     session_prefix: str
 
-    async def session_owner(self, session_id: str) -> ProcessInfo | None: ...
-
-    def owner_uncertain(self, session_id: str) -> float | None: ...
+    async def find_session(self, h: Exchange, session_id: str,
+                           body: bytes | None) -> Session | None: ...
 
     async def reserve(self, kind: str) -> bool: ...
 
@@ -173,15 +172,14 @@ class Endpoint(Protocol):
     def count_refusal(self, kind: Refusal) -> None: ...
 
     def open_session(self, version: str, params: dict[str, Any],
-                     principal: Principal = ANONYMOUS) -> Session | None: ...
+                     principal: Principal = ANONYMOUS,
+                     session_id: str | None = None) -> Session | None: ...
 
     def admitted(self) -> None: ...
 
     def remote_count(self, kind: str) -> int: ...
 
     async def reserve(self, kind: str) -> bool: ...
-
-    async def session_owner(self, session_id: str) -> ProcessInfo | None: ...
 
 
 class Exchange(Protocol):

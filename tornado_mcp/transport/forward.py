@@ -78,6 +78,11 @@ class Forwarded(Reply):
         super().__init__(200, INTERNAL_ERROR, "forwarded")
 
 
+class Unreachable(Reply):
+    """502: nothing accepted the connection at the owner's URL (no listener there, or no
+    route to it); the cluster then asks Redis whether the owner lives."""
+
+
 def misrouted(owner: ProcessInfo, session_id: str) -> Reply:
     """421: the session is alive in another process that this one cannot forward to."""
     return Reply(421, INVALID_REQUEST,
@@ -131,9 +136,9 @@ class _Relay(httputil.HTTPMessageDelegate):
         except (OSError, StreamClosedError, TimeoutError, ssl.SSLError) as exc:
             log.warning("could not forward to process %s at %s: %r", self.owner.id,
                         self.owner.url, exc)
-            raise Reply(502, INTERNAL_ERROR,
-                        f"Bad gateway: {self._where()} could not be reached at "
-                        f"{self.owner.url}") from None
+            raise Unreachable(502, INTERNAL_ERROR,
+                              f"Bad gateway: {self._where()} could not be reached at "
+                              f"{self.owner.url}") from None
         h.on_disconnect = self._client_left
         conn = HTTP1Connection(self.upstream, True, HTTP1ConnectionParameters(
             no_keep_alive=True, chunk_size=CHUNK, max_body_size=2**62, decompress=False))

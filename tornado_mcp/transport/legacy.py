@@ -18,10 +18,8 @@ from ..protocol import (
     HEADER_LAST_EVENT_ID,
     HEADER_MISMATCH,
     HEADER_PROTOCOL_VERSION,
-    HEADER_RETRY_AFTER,
     HEADER_SESSION_ID,
     INITIALIZE,
-    INTERNAL_ERROR,
     INVALID_REQUEST,
     LEGACY_VERSIONS,
     META_VERSION,
@@ -34,7 +32,6 @@ from ..protocol.errors import Refused
 from ..protocol.jsonrpc import Kind, classify, error_body, safe_id, valid_id
 from ..server.session import Session
 from . import headers, wire
-from .forward import forward
 from .gate import same_caller
 from .request import dispatch, run_request
 from .resume import resume
@@ -237,16 +234,11 @@ async def session_from_header(h: Exchange, body: bytes | None = None) -> Session
         raise Reply(400, INVALID_REQUEST, "Bad Request: Missing session ID")
     session = h.transport.sessions.get(session_id.strip())
     if session is None:
-        owner = await h.transport.session_owner(session_id.strip())
         cluster = h.transport.cluster
-        if owner is not None:  # alive in another process of the cluster
-            await forward(h, owner, cluster.id, body)  # type: ignore[union-attr]
-        retry = cluster.owner_uncertain(session_id.strip()) if cluster is not None else None
-        if retry is not None:  # its process may be alive: not known to be gone
-            raise Reply(503, INTERNAL_ERROR, "Service unavailable: the process holding this "
-                        "session cannot be confirmed right now; retry",
-                        headers={HEADER_RETRY_AFTER: str(max(1, round(retry)))})
-        raise Reply(404, INVALID_REQUEST, "Session not found")
+        if cluster is not None:  # held by another process, or handed over to this one?
+            session = await cluster.find_session(h, session_id.strip(), body)
+        if session is None:
+            raise Reply(404, INVALID_REQUEST, "Session not found")
     if session.principal is not h.principal and not same_caller(session.principal, h.principal):
         # Another caller's session is, for this caller, no session at all: 404, not 403,
         # so a guessed or stolen id reveals nothing (MCP security best practices).
