@@ -146,11 +146,7 @@ class Cluster:
             deadline = time.monotonic() + 1.0
             while self.feed.outbox and time.monotonic() < deadline:
                 await asyncio.sleep(0.01)
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(self._tasks)
         if self.link.connected:
             with contextlib.suppress(*DOWN):
                 await asyncio.wait_for(self.members.leave(), 1.0)
@@ -259,3 +255,29 @@ def _looks_like_process_id(text: str) -> bool:
     """A process id is 12 lowercase hex digits; anything else names no process, and is
     not asked of Redis."""
     return len(text) == 12 and all(c in "0123456789abcdef" for c in text)
+
+
+#: :func:`cancel_and_wait` waits this long for cancelled tasks, then cancels what still runs
+#: again, at most this many times.
+CANCEL_WAIT_S = 0.5
+CANCEL_ROUNDS = 20
+
+
+async def cancel_and_wait(tasks: list[asyncio.Task[Any]]) -> None:
+    """Cancel ``tasks`` and wait until they are done, cancelling again any that still runs
+    after :data:`CANCEL_WAIT_S`: redis-py can lose a cancellation that lands during a
+    blocking command (redis/redis-py#2028), and the feed's reader, cancelled in its
+    ``XREAD BLOCK``, then went on reading for ever (seen on a loaded machine:
+    ``close()`` never returned)."""
+    pending = {task for task in tasks if not task.done()}
+    for _ in range(CANCEL_ROUNDS):
+        if not pending:
+            break
+        for task in pending:
+            task.cancel()
+        _done, pending = await asyncio.wait(pending, timeout=CANCEL_WAIT_S)
+    if pending:
+        log.warning("%d cluster task(s) did not stop when cancelled", len(pending))
+    for task in tasks:
+        if task.done() and not task.cancelled():
+            task.exception()  # retrieved: a task that failed is over all the same
