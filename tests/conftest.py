@@ -35,6 +35,19 @@ STOP_GRACE_S = 10.0
 CONNECT_PROBE_S = 0.25
 POLL_INTERVAL_S = 0.05
 
+#: The version matrix.  ``./dev test`` runs the whole suite on the main interpreter and
+#: the newest Tornado, then each group here again on the other versions ``dev`` names for
+#: it (``MATRIX`` there), as ``pytest --matrix GROUP``: only the directories and files
+#: listed (relative to ``tests/``) are collected.  To put more tests in the matrix, add
+#: their directory or file here.
+VERSION_MATRIX: dict[str, tuple[str, ...]] = {
+    # the HTTP, stdio and unit tests, on Python 3.12 and 3.13
+    "python": ("http", "stdio", "unit"),
+    # the HTTP and host-app tests, on the newest Tornado 6.4 and 6.5
+    "tornado": ("http", "hosting"),
+}
+TESTS_ROOT = Path(__file__).resolve().parent
+
 # The conformance fixture server; MCP_CONFORMANCE_SERVER (a shell-quoted argv after the
 # interpreter, e.g. "/tmp/other_server.py --flag") points the suite at another server; it
 # must take ``--port 0`` and print the ``MCP endpoint: ...`` line as ours do.
@@ -222,3 +235,39 @@ async def srv() -> AsyncIterator[Running]:
     """The example server (``examples/conformance_server.py``) in process, on its own port."""
     async with running(example_server()) as s:
         yield s
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--matrix", choices=sorted(VERSION_MATRIX), default=None,
+        help="collect only this group of the version matrix (VERSION_MATRIX in "
+             "tests/conftest.py); ./dev test runs each group on the versions dev names")
+
+
+def in_matrix(group: str, path: Path) -> bool:
+    """Whether ``path`` (a directory or file under ``tests/``) is or holds part of
+    ``group``: the listed paths, what they contain, and the directories above them."""
+    try:
+        relative = path.resolve().relative_to(TESTS_ROOT)
+    except ValueError:
+        return False
+    if relative == Path():
+        return True
+    for entry in map(Path, VERSION_MATRIX[group]):
+        if relative == entry or entry in relative.parents or relative in entry.parents:
+            return True
+    return False
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    group = config.getoption("matrix")
+    if group is None or in_matrix(group, collection_path):
+        return None
+    return True
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked ``slow`` first (each keeps its place among its kind): in parallel
+    workers (pytest-xdist) the longest tests then start at once instead of ending the run
+    alone."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

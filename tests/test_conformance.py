@@ -194,6 +194,13 @@ def required_server_scenarios(revision: str, cli_var: str = "MCP_CONFORMANCE_NEX
     return scenarios
 
 
+#: The harness lines as ``cli_var`` parameters of the tests that share ``next_runs``: under
+#: xdist the tests of one line run in one worker (``--dist loadgroup``), so each
+#: ``--requirements`` run is made once.
+NEXT_LINE_PARAMS = [pytest.param(cli_var, marks=pytest.mark.xdist_group(f"conformance-{cli_var}"))
+                    for cli_var in sorted(NEXT_LINES)]
+
+
 @pytest.fixture(scope="module")
 def next_runs() -> dict[tuple[str, str], HarnessRun]:
     """Cache: one ``--requirements`` run per harness line and revision, shared by the tests
@@ -226,7 +233,7 @@ def test_harness_0_1_16_active_suite(conformance_server: ServerProc, tmp_path: P
     assert run.returncode == 0, run.report("harness failed", [], conformance_server)
 
 
-@pytest.mark.parametrize("cli_var", sorted(NEXT_LINES))
+@pytest.mark.parametrize("cli_var", NEXT_LINE_PARAMS)
 @pytest.mark.parametrize("revision", sorted(EXPECTED_REQUIRED))
 def test_next_harness_required_scenarios(
     revision: str,
@@ -244,7 +251,7 @@ def test_next_harness_required_scenarios(
     assert run.returncode == 0, run.report(f"{title}: harness failed", [], conformance_server)
 
 
-@pytest.mark.parametrize("cli_var", sorted(NEXT_LINES))
+@pytest.mark.parametrize("cli_var", NEXT_LINE_PARAMS)
 def test_next_harness_extra_scenarios_2026_07_28(
     cli_var: str,
     conformance_server: ServerProc,
@@ -282,7 +289,7 @@ def test_strict_scenarios_pass_without_warnings(
     assert run.returncode == 0, run.report(f"{title}: harness failed", [], conformance_server)
 
 
-@pytest.mark.parametrize("cli_var", sorted(NEXT_LINES))
+@pytest.mark.parametrize("cli_var", NEXT_LINE_PARAMS)
 def test_next_harness_tasks_extension_scenarios(
     cli_var: str,
     conformance_server: ServerProc,

@@ -24,7 +24,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO_ROOT, ServerProc
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+# One worker for the module: its tests share the venv, the wheel and the sdist it builds.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600), pytest.mark.xdist_group("packaging")]
 
 STEP = 10.0
 IGNORED = shutil.ignore_patterns(".git", ".venv", ".venv-*", ".peers", "node_modules",
@@ -102,10 +103,32 @@ def sdist(root: Path) -> Path:
     return built
 
 
+def importable(python: Path, module: str, cwd: Path) -> bool:
+    """Whether ``python`` itself can import ``module``: isolated (``-I``), so neither the
+    working directory nor PYTHONPATH counts (a clone where the README's ``pip install .``
+    ran holds a ``build/`` folder, which ``import build`` would otherwise find)."""
+    found = subprocess.run(
+        [str(python), "-I", "-c",
+         f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"],
+        capture_output=True, text=True, timeout=30, check=False, cwd=cwd)
+    assert found.returncode in (0, 1), found.stderr
+    return found.returncode == 0
+
+
+def test_a_build_folder_in_the_clone_is_not_taken_for_the_build_package(
+        venv: Path, tmp_path: Path) -> None:
+    """What ``pip install .`` leaves in a clone does not make the plain venv look furnished."""
+    (tmp_path / "build" / "lib").mkdir(parents=True)
+    python = venv / "bin" / "python"
+    assert not importable(python, "build", tmp_path)
+    assert importable(python, "pip", tmp_path)
+    shadowed = subprocess.run([str(python), "-c", "import build"], cwd=tmp_path,
+                              capture_output=True, timeout=30, check=False)
+    assert shadowed.returncode == 0  # what a plain ``python -c`` would have been fooled by
+
+
 def test_the_readme_wheel_command_needs_nothing_but_pip(venv: Path, wheel: Path) -> None:
-    missing = subprocess.run([str(venv / "bin" / "python"), "-c", "import build"],
-                             capture_output=True, text=True, timeout=30, check=False)
-    assert missing.returncode != 0  # the venv really is plain
+    assert not importable(venv / "bin" / "python", "build", REPO_ROOT)  # a plain venv
     assert wheel.name == "tornado_mcp-0.1.0-py3-none-any.whl"
     assert WHEEL_COMMAND is not None
     started = (REPO_ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")

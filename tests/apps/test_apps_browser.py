@@ -18,7 +18,9 @@ from mcp_http import TIMEOUT, example_server, running
 
 from tornado_mcp import Transport
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(120)]
+# One worker for the module: its tests share the bundle esbuild makes.
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(120),
+              pytest.mark.xdist_group("apps_browser")]
 
 PEERS = REPO_ROOT / ".peers" / "node_modules"
 ESBUILD = PEERS / ".bin" / "esbuild"

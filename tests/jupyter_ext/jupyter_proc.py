@@ -26,7 +26,9 @@ import httpx
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "jupyter-test-token-0123456789"
-START_TIMEOUT_S = 30.0
+# A bound against a hang: a Jupyter server starts in a few seconds, but has taken more
+# than 30 on a loaded two-core machine (parallel test workers, other work beside them).
+START_TIMEOUT_S = 90.0
 STOP_GRACE_S = 10.0
 POLL_INTERVAL_S = 0.05
 

@@ -18,7 +18,8 @@ import pytest
 from .conftest import CONFIG_FILE
 from .jupyter_proc import MODERN, STEP, JupyterProc, modern_call, post, result
 
-pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]
+pytestmark = [pytest.mark.timeout(120), pytest.mark.slow,
+              pytest.mark.xdist_group("jupyter_auth")]  # one worker: its Jupyter servers
 
 @pytest.mark.parametrize("auth", [{}, {"Authorization": "Bearer not-the-token"},
                                   {"Authorization": "token not-the-token"},

@@ -13,7 +13,8 @@ import pytest
 
 from .jupyter_proc import JupyterProc, legacy_call, legacy_session, post, result
 
-pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]
+pytestmark = [pytest.mark.timeout(120), pytest.mark.slow,
+              pytest.mark.xdist_group("jupyter_bounds")]  # one worker: its Jupyter servers
 
 MAX_LIST_ENTRIES = 1000
 MAX_SUBSCRIPTIONS = 100

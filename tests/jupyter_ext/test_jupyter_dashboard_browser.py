@@ -20,7 +20,8 @@ playwright_api = pytest.importorskip("playwright.async_api")
 expect = playwright_api.expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(120),
-              pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+              pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+              pytest.mark.xdist_group("jupyter_dashboard_browser")]  # one worker: its Jupyter
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update"]

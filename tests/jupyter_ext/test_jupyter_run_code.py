@@ -18,7 +18,8 @@ import pytest
 from .conftest import CODE_TIMEOUT, MAX_OUTPUT
 from .jupyter_proc import STEP, JupyterProc, post, result
 
-pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]
+pytestmark = [pytest.mark.timeout(120), pytest.mark.slow,
+              pytest.mark.xdist_group("jupyter_run_code")]  # one worker: its Jupyter servers
 
 
 def run(jp: JupyterProc, code: str, **extra: Any) -> dict[str, Any]:

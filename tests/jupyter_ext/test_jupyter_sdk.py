@@ -32,7 +32,8 @@ STEP = 15.0  # seconds for any one client operation
 DEMO_URI = "notebook://demo.ipynb"
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.slow,
-              pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+              pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+              pytest.mark.xdist_group("jupyter_sdk")]  # one worker: its Jupyter servers
 
 
 @asynccontextmanager

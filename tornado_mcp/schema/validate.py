@@ -30,17 +30,15 @@ from __future__ import annotations
 import itertools
 import json
 import typing
-from typing import Any
-
-import referencing
-import referencing.exceptions
-import referencing.jsonschema
-from jsonschema import exceptions as js_exceptions
-from jsonschema import validators as js_validators
-from jsonschema.protocols import Validator as LibraryValidator
-from jsonschema_specifications import REGISTRY as METASCHEMAS
+from typing import TYPE_CHECKING, Any
 
 from .fastpath import compile_fast
+from .library import load as load_library
+
+if TYPE_CHECKING:
+    import referencing
+    from jsonschema.exceptions import ValidationError
+    from jsonschema.protocols import Validator as LibraryValidator
 
 #: Longest message :func:`compile_schema`'s checks return.
 MAX_ERROR_CHARS = 300
@@ -49,16 +47,6 @@ MAX_QUOTE_CHARS = 60
 #: How many of the library's errors are weighed to pick the one reported.
 _ERRORS_WEIGHED = 16
 
-_DIALECTS: dict[str, type[LibraryValidator]] = {
-    "https://json-schema.org/draft/2020-12/schema": js_validators.Draft202012Validator,
-    "https://json-schema.org/draft/2019-09/schema": js_validators.Draft201909Validator,
-    "http://json-schema.org/draft-07/schema": js_validators.Draft7Validator,
-    "http://json-schema.org/draft-06/schema": js_validators.Draft6Validator,
-    "http://json-schema.org/draft-04/schema": js_validators.Draft4Validator,
-}
-#: No ``retrieve``: a reference outside the schema and the metaschemas is unresolvable.
-_NO_REMOTE: referencing.Registry[Any] = referencing.Registry()
-
 
 class InvalidSchema(ValueError):
     """A schema that cannot be a contract: malformed, of an unknown dialect, or dangling."""
@@ -66,12 +54,13 @@ class InvalidSchema(ValueError):
 
 def dialect_of(schema: Any) -> type[LibraryValidator]:
     """The validator class for ``schema``'s ``$schema`` (2020-12 when absent)."""
+    library = load_library()
     declared = schema.get("$schema") if isinstance(schema, dict) else None
     if declared is None:
-        return js_validators.Draft202012Validator
+        return library.default
     if not isinstance(declared, str):
         raise InvalidSchema("$schema must be a string")
-    found = _DIALECTS.get(declared.rstrip("#"))
+    found = library.dialects.get(declared.rstrip("#"))
     if found is None:
         raise InvalidSchema(f"unsupported $schema {_quote(declared)}")
     return found
@@ -85,31 +74,34 @@ def check_schema(schema: Any) -> type[LibraryValidator]:
     if not isinstance(schema, dict | bool):
         raise InvalidSchema("a schema must be a JSON object or a boolean")
     cls = dialect_of(schema)
+    library = load_library()
     try:
         cls.check_schema(typing.cast(Any, schema))
-    except js_exceptions.SchemaError as exc:
+    except library.exceptions.SchemaError as exc:
         where = "/".join(str(p) for p in exc.path) or "(root)"
         raise InvalidSchema(f"invalid schema at {where}: {_clip(exc.message)}") from None
     if isinstance(schema, dict):
-        default = referencing.jsonschema.specification_with(
-            cls.META_SCHEMA["$schema"])
-        resource = referencing.Resource.from_contents(schema, default_specification=default)
-        registry = METASCHEMAS.with_resource(resource.id() or "", resource).crawl()
-        _check_refs(resource, registry.resolver(base_uri=resource.id() or ""))
+        default = library.specification_with(cls.META_SCHEMA["$schema"])
+        resource = library.referencing.Resource.from_contents(
+            schema, default_specification=default)
+        registry = library.metaschemas.with_resource(resource.id() or "", resource).crawl()
+        _check_refs(resource, registry.resolver(base_uri=resource.id() or ""),
+                    library.unresolvable)
     return cls
 
 
-def _check_refs(resource: referencing.Resource[Any], resolver: Any) -> None:
+def _check_refs(resource: referencing.Resource[Any], resolver: Any,
+                unresolvable: type[Exception]) -> None:
     contents = resource.contents
     if isinstance(contents, dict):
         ref = contents.get("$ref")
         if isinstance(ref, str):
             try:
                 resolver.lookup(ref)
-            except referencing.exceptions.Unresolvable:
+            except unresolvable:
                 raise InvalidSchema(f"$ref {_quote(ref)} does not resolve") from None
     for sub in resource.subresources():
-        _check_refs(sub, resolver.in_subresource(sub))
+        _check_refs(sub, resolver.in_subresource(sub), unresolvable)
 
 
 class SchemaCheck:
@@ -122,9 +114,9 @@ class SchemaCheck:
 
     def __init__(self, schema: Any, path: str = "arguments") -> None:
         cls = check_schema(schema)
-        self.library = cls(schema, registry=_NO_REMOTE)
-        self.predicate = compile_fast(schema) if cls is js_validators.Draft202012Validator \
-            else None
+        library = load_library()
+        self.library = cls(schema, registry=library.no_remote)
+        self.predicate = compile_fast(schema) if cls is library.default else None
         self.fast = self.predicate is not None
         self.path = path
 
@@ -137,7 +129,7 @@ class SchemaCheck:
     def explain(self, instance: Any) -> str | None:
         """The library's verdict, as a bounded message (``None`` when valid)."""
         weighed = itertools.islice(self.library.iter_errors(instance), _ERRORS_WEIGHED)
-        error = js_exceptions.best_match(weighed)
+        error = load_library().exceptions.best_match(weighed)
         if error is None:
             return None
         return _clip(describe(error, self.path), MAX_ERROR_CHARS)
@@ -163,7 +155,7 @@ def where(root: str, path: Any) -> str:
     return "".join(parts)
 
 
-def describe(error: js_exceptions.ValidationError, root: str = "arguments") -> str:
+def describe(error: ValidationError, root: str = "arguments") -> str:
     """A short sentence for one library error: the value's path and the rule it broke."""
     at = where(root, error.absolute_path)
     rule, instance = str(error.validator), error.instance
