@@ -3,7 +3,8 @@
 Modes: legacy stateful with SSE replies, legacy stateful JSON mode, and modern
 2026-07-28 (no session). For each mode every target's server is started, then for
 each connection count the targets are loaded back to back (turn by turn). The
-bare Tornado ceiling answers ``/mcp-sse`` for the SSE mode and ``/mcp`` otherwise.
+bare Tornado ceiling answers ``/mcp-sse`` for the SSE mode and ``/mcp`` otherwise, sent
+the same request bytes as the MCP servers (their headers and bodies, which it ignores).
 """
 
 from __future__ import annotations
@@ -57,11 +58,15 @@ async def prepare(
         conn = Connection(server.port)
     try:
         if server.target.kind == "bare":
+            # The same request bytes an MCP server gets (its headers, a session id of the
+            # same length, the 2026-07-28 envelope), which bare Tornado parses and ignores:
+            # the distance to it is what a server does with them.
             path = mode.bare_path
-            headers = legacy_headers()
+            headers = modern_headers("tools/call", "echo") if mode.modern \
+                else legacy_headers(BARE_SESSION_ID)
             resp = await conn.request(
-                "POST", path, headers, tools_call_body(1, "echo", {"text": ECHO_TEXT}, False)
-            )
+                "POST", path, headers,
+                tools_call_body(1, "echo", {"text": ECHO_TEXT}, mode.modern))
         elif mode.modern:
             path = "/mcp"
             headers = modern_headers("tools/call", "echo")
@@ -86,10 +91,15 @@ async def prepare(
 
 
 def echo_body(mode: Mode, target: Target) -> str:
-    """The echo request body for ``target`` in ``mode``, its JSON-RPC id as ``__ID__``."""
-    modern = mode.modern and target.kind != "bare"
-    raw = tools_call_body(999_999_999, "echo", {"text": ECHO_TEXT}, modern).decode()
+    """The echo request body for ``target`` in ``mode`` (bare Tornado's too: the same
+    bytes), its JSON-RPC id as ``__ID__``."""
+    raw = tools_call_body(999_999_999, "echo", {"text": ECHO_TEXT}, mode.modern).decode()
     return raw.replace("999999999", "__ID__", 1)
+
+
+#: What bare Tornado is sent as ``Mcp-Session-Id`` in the legacy modes: as long as the ids
+#: the servers give out (32 hex digits).
+BARE_SESSION_ID = "0" * 32
 
 
 def run(targets: Sequence[Target], cfg: Config) -> dict[str, Any]:

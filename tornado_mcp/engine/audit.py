@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextvars
 import hashlib
+import itertools
 import json
 import logging
 from collections import deque
@@ -129,29 +130,42 @@ class AuditTrail:
 
     def __init__(self, size: int) -> None:
         self.records: deque[Row] = deque(maxlen=size)
-        self._sizes: deque[int] = deque(maxlen=size)
         #: Records kept since start (the ring holds the newest ``size`` of them).
         self.total = 0
-        #: The bytes the ring holds now (:func:`row_bytes` of each record).
-        self.bytes = 0
+        # What the records weigh is measured when asked (:attr:`bytes`), not per call:
+        # the sizes of those measured so far, their sum, and ``total`` at that time.
+        self._sizes: deque[int] = deque(maxlen=size)
+        self._bytes = 0
+        self._measured = 0
+
+    @property
+    def bytes(self) -> int:
+        """The bytes the ring holds now (:func:`row_bytes` of each record), measuring
+        only the records added since the last time this was asked."""
+        records, sizes = self.records, self._sizes
+        new = min(self.total - self._measured, len(records))
+        if new > 0:
+            for row in itertools.islice(records, len(records) - new, None):
+                if len(sizes) == sizes.maxlen:
+                    self._bytes -= sizes[0]
+                size = row_bytes(row)
+                sizes.append(size)
+                self._bytes += size
+        self._measured = self.total
+        return self._bytes
 
     def resize(self, size: int) -> None:
         if size != self.records.maxlen:
             self.records = deque(self.records, maxlen=size)
-            self._sizes = deque(self._sizes, maxlen=size)
-            self.bytes = sum(self._sizes)
+            self._sizes = deque(maxlen=size)
+            self._bytes = 0
+            self._measured = self.total - len(self.records)  # measured again when asked
 
     def add(self, row: Row) -> None:
         """Keep ``row`` (its strings already :func:`bounded`), forgetting the oldest when
         full, and log it."""
-        sizes = self._sizes
-        if sizes.maxlen:
-            size = row_bytes(row)
-            if len(sizes) == sizes.maxlen:
-                self.bytes -= sizes[0]
-            sizes.append(size)
+        if self.records.maxlen:
             self.records.append(row)
-            self.bytes += size
         self.total += 1
         if log.isEnabledFor(logging.INFO):
             self.log(row)

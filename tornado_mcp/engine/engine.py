@@ -181,7 +181,7 @@ class Engine:
                                                                                        dict)):
             return error_body(safe_id(request_id), INVALID_REQUEST, "Invalid Request")
         rules = self.server.scope_rules
-        handle = self._handle
+        known = True
         if rules.active:
             try:
                 rules.authorize(method, params, principal)
@@ -189,7 +189,7 @@ class Engine:
                 if not self.options.hide_unauthorized:
                     exc.request_id = request_id
                     raise
-                handle = self._as_unknown  # hidden is answered exactly as unknown
+                known = False  # hidden is answered exactly as unknown
         opts = self.options
         ctx = Context(self.server, method, params or {}, request_id, channel, session=session,
                       envelope=envelope, listen_served=opts.serve_subscriptions_listen,
@@ -208,15 +208,18 @@ class Engine:
         CURRENT_RUNNER.set(self.sync_runner)  # where plain def handlers run (this task only)
         try:
             if method in GOVERNED:
-                result = await self.governance.call(
-                    ctx, handle if not self.middleware.active(opts) else (
-                        self._via_middleware if handle == self._handle
-                        else self._as_unknown_via_middleware),
-                    known=handle == self._handle)
+                if self.middleware.active(opts):
+                    inner = self._via_middleware if known else self._as_unknown_via_middleware
+                else:
+                    inner = self._handle if known else self._as_unknown
+                result = await self.governance.call(ctx, inner, known=known)
             elif self.middleware.active(opts):
-                result = await self.middleware.run(ctx, handle)
+                result = await self.middleware.run(ctx, self._handle if known
+                                                   else self._as_unknown)
+            elif known:
+                result = await self._handle(method, ctx.params, ctx)
             else:
-                result = await handle(method, ctx.params, ctx)
+                result = await self._as_unknown(method, ctx.params, ctx)
             return {"jsonrpc": "2.0", "id": request_id, "result": result}
         except asyncio.CancelledError:
             if not ctx.cancelled or task is None:

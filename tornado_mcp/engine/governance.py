@@ -150,8 +150,9 @@ class Governance:
         self.caller_in_flight: dict[str, int] = {}
         #: The slot (target, caller) of each call running now, by id of its context; a
         #: call that creates a task hands its slot to the task (:meth:`hand_over`).
-        self._slots: dict[int, tuple[TargetStats | None, str]] = {}
-        self._handed: set[int] = set()
+        #: The calls in flight holding a slot (a task's creating call hands its over).
+        self._slots: dict[Context, tuple[TargetStats | None, str]] = {}
+        self._handed: set[Context] = set()
         self.trail = AuditTrail(options.max_audit_entries)
         #: This process's id in its cluster (set by the cluster), for the audit records.
         self.process_id: str | None = None
@@ -248,7 +249,7 @@ class Governance:
                 if stats is not None:
                     stats.in_flight += 1
                 flying[caller] = flying.get(caller, 0) + 1
-                self._slots[id(ctx)] = (stats, caller)
+                self._slots[ctx] = (stats, caller)
             if timeout is None:
                 result = await inner(method, ctx.params, ctx)
             else:
@@ -284,9 +285,9 @@ class Governance:
                 elif outcome == "error" or outcome == "timeout":
                     who.errors += 1
             if held and not task_run:
-                self._slots.pop(id(ctx), None)
-                if id(ctx) in self._handed:  # now the task's, released when its run ends
-                    self._handed.discard(id(ctx))
+                self._slots.pop(ctx, None)
+                if self._handed and ctx in self._handed:  # now the task's, released when
+                    self._handed.discard(ctx)  # its run ends
                 elif watch is not None and watch.running:
                     watch.on_idle = lambda: self._release(stats, caller)
                 else:
@@ -312,11 +313,13 @@ class Governance:
             kept = kept_arguments(arguments or {}, declared.redact) \
                 if declared is not None and declared.audit_arguments else None
             session = ctx.session
-            trail = self.trail
-            trail.add((now, bounded(caller), method, bounded(name), digest(arguments),
-                       outcome, code, seconds, bounded_id(ctx.request_id),
-                       session.id if session else None, TRACE_ID.get(), self.process_id,
-                       kept))
+            rid = ctx.request_id
+            if type(rid) is not int or not -_INT64 <= rid < _INT64:
+                rid = bounded_id(rid)  # short ids (most) are kept as they are
+            self.trail.add((now, caller if len(caller) <= _SHORT else bounded(caller), method,
+                            name if len(name) <= _SHORT else bounded(name), digest(arguments),
+                            outcome, code, seconds, rid, session.id if session else None,
+                            TRACE_ID.get(), self.process_id, kept))
 
     async def _timed(self, ctx: Context, inner: Inner, timeout: float, watch: _PoolWatch,
                      name: str) -> dict[str, Any]:
@@ -357,10 +360,10 @@ class Governance:
         call returns, so the tool's ``max_concurrency`` and the caller's count hold from
         the call's admission until the task's run ends; the returned function releases it
         (once).  A call not governed has no slot: nothing to release."""
-        slot = self._slots.get(id(ctx))
-        if slot is None or id(ctx) in self._handed:
+        slot = self._slots.get(ctx)
+        if slot is None or ctx in self._handed:
             return _nothing
-        self._handed.add(id(ctx))
+        self._handed.add(ctx)
         released = False
 
         def release() -> None:
@@ -410,6 +413,10 @@ class Governance:
 
 
 _TIMED_OUT: dict[str, Any] = {}
+#: A name or caller this long (characters) is within the audit's field bound whatever it
+#: holds (four bytes a character at most); longer ones are checked (:func:`bounded`).
+_SHORT = 64
+_INT64 = 2 ** 63
 
 
 def _busy(what: str, refusal: Refusal) -> Refused:

@@ -96,4 +96,11 @@ def caller_key(principal: Principal, remote_ip: str | None) -> str:
     """Who a request counts against in per-caller limits (rate, concurrency) and
     statistics: the principal's :attr:`~Principal.caller`, else ``address:`` and the
     caller's :func:`address_key`."""
-    return principal.caller or f"address:{address_key(remote_ip)}"
+    return principal.caller or _address_caller(remote_ip)
+
+
+@functools.lru_cache(maxsize=1024)
+def _address_caller(remote_ip: str | None) -> str:
+    """``address:`` and :func:`address_key`, remembered for the addresses seen lately
+    (an IPv6 one is parsed once, not per request)."""
+    return f"address:{address_key(remote_ip)}"
