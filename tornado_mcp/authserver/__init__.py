@@ -15,7 +15,7 @@ consent page, and come back with a token the endpoint checks in-process::
 
 ``login``: the app's base handler, whose ``get_current_user`` says who is logged in
 (``subject`` turns that user into the name tokens carry; a string user is its own name).
-Needs the ``authserver`` extra (``pip install 'tornado-mcp[authserver]'``).  Walk-through,
+Needs the ``authserver`` extra (``pip install '.[authserver]'``).  Walk-through,
 per-client configuration and the bounds: ``docs/auth.md``, "Let your users' assistants in".
 """
 

@@ -4,7 +4,7 @@ Redis), its signing keys (:mod:`.keys`), the host's rules (:mod:`.policy`), clie
 registration and metadata documents (:mod:`.registration`, :mod:`.cimd`), and the flows,
 authlib's (:mod:`.glue`, :mod:`.server`).
 
-Needs the ``authserver`` extra (``pip install 'tornado-mcp[authserver]'``).  The Tornado
+Needs the ``authserver`` extra (``pip install '.[authserver]'``).  The Tornado
 side, and the one object an application makes, is :class:`tornado_mcp.authserver.SignIn`;
 ``docs/auth.md`` ("Let your users' assistants in") walks through it.
 """
