@@ -222,9 +222,10 @@ def run(
         for target in targets:
             if target.kind != "bare" and mode.modern and not target.supports_modern:
                 continue
-            key = (target.name, mode.bare_path)
+            key = (target.name, mode.bare_path, mode.modern)
             if target.kind == "bare" and key in bare_done:
-                # Same path, headers and body as an earlier mode: not measured twice.
+                # Same path, headers and body as an earlier mode (bare Tornado is sent what
+                # the MCP servers are: legacy and 2026-07-28 requests differ): measured once.
                 row = {**bare_done[key], "mode": mode.name}
             else:
                 t0 = time.monotonic()
