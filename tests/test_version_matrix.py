@@ -47,3 +47,14 @@ def test_every_matrix_entry_of_dev_names_a_group() -> None:
     entries = [line.split() for line in re.findall(r'"([^"]+)"', block.group(1))]
     assert {entry[1] for entry in entries} == set(VERSION_MATRIX)
     assert {entry[0] for entry in entries} >= {"py312", "py313", "tornado64", "tornado65"}
+
+
+def test_one_matrix_entry_runs_the_http_tests_on_the_fast_path() -> None:
+    """Both ways of serving the endpoint pass the HTTP tests in every ``./dev test``: the
+    main run mounts it as an ordinary handler, one matrix entry on the fast path."""
+    block = re.search(r"^MATRIX=\(\n(.*?)^\)", DEV, re.S | re.M)
+    assert block is not None
+    entries = [line.split() for line in re.findall(r'"([^"]+)"', block.group(1))]
+    assert all(len(entry) == 5 and entry[4] in ("-", "fast") for entry in entries), entries
+    fast = [entry for entry in entries if entry[4] == "fast"]
+    assert fast and all("http" in VERSION_MATRIX[entry[1]] for entry in fast)
