@@ -82,7 +82,7 @@ def _cluster_summary(transport: Any) -> dict[str, Any] | None:
     if view is None:
         return None
     return {"connected": view.connected, "self_id": view.self_id, "totals": view.totals,
-            "relay": view.relay}
+            "relay": view.relay, "fallbacks": view.fallbacks}
 
 
 class ClusterHandler(AdminHandler):

@@ -49,12 +49,11 @@ _NAME_RE = re.compile(r"[^A-Za-z0-9_.+-]")
 class Identity:
     """An authenticated caller.
 
-    ``via`` is ``"bearer"`` or ``"cookie"``; ``name`` is what the operator typed at login
-    (or ``"api"`` for bearer callers).  :attr:`actor` is what the limits log records.
+    ``name`` is what the operator typed at login (``"api"`` for bearer callers, the host
+    app's user name behind its login).  :attr:`actor` is what the limits log records.
     """
 
     name: str
-    via: str
 
     @property
     def actor(self) -> str:

@@ -133,9 +133,9 @@ class AdminHandler(RequestHandler):
         gate = self.admin.gatekeeper
         bearer = self._bearer_header()
         if bearer is not None:
-            return Identity("api", "bearer") if self.token_checked(bearer) else None
+            return Identity("api") if self.token_checked(bearer) else None
         name = gate.read(self.get_cookie(COOKIE_NAME))
-        return Identity(name, "cookie") if name else None
+        return Identity(name) if name else None
 
     def token_checked(self, candidate: str) -> bool:
         """Whether ``candidate`` is the token, unless this address (or everyone) has sent
@@ -222,7 +222,7 @@ class AdminHandler(RequestHandler):
         if not name:
             self._refuse_anonymous()
             return
-        self.identity = Identity(clean_name(name), "host")
+        self.identity = Identity(clean_name(name))
         self._check_unsafe()
 
     def _check_unsafe(self) -> None:

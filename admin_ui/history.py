@@ -197,6 +197,3 @@ class History:
         if not recent:
             return 0.0
         return round(sum(s.request_rate for s in recent) / len(recent), 3)
-
-    def latest(self) -> Sample | None:
-        return self._samples[-1] if self._samples else None

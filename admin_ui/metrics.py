@@ -227,6 +227,14 @@ def cluster_families(view: ClusterSnapshot) -> list[Metric]:
                  "reconnects", "sessions_handed_over", "sessions_adopted"):
         f.counter(f"{PREFIX}_cluster_{name}_total", f"Cluster feed: {name}.",
                   view.relay[name])
+    fallbacks = CounterMetricFamily(
+        f"{PREFIX}_cluster_fallbacks_total",
+        "Requests this process judged without Redis because it could not answer, by kind "
+        "(rate_limit: a local share of the caller's bucket; dpop_replay: its own replay "
+        "cache).", labels=["kind"])
+    for kind, count in sorted(view.fallbacks.items()):
+        fallbacks.add_metric([kind], float(count))
+    f.out.append(fallbacks)
     return f.out
 
 

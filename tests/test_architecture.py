@@ -2,7 +2,11 @@
 
 Read from the source with ``ast``, so these hold for every module, including ones that
 no other test imports.  Every import counts: module-level, function-local and
-``if TYPE_CHECKING:`` ones alike.  When a lower layer needs an object of an upper one, it
+``if TYPE_CHECKING:`` ones alike, a call of ``importlib.import_module`` or ``__import__``
+with a literal name, and a dotted name read off an imported module (``tornado.web.X`` after
+``import tornado``); a module named only at run time is refused unless listed with why.
+Each check is a function of a :class:`Tree`, and a test writes a deliberate fault into a
+copy of the packages to see each one caught.  When a lower layer needs an object of an upper one, it
 declares a :class:`typing.Protocol` for what it uses (as ``ClusterMember`` in
 ``tornado_mcp/transport/exchange.py`` does) instead of importing the class.
 """
@@ -12,8 +16,10 @@ from __future__ import annotations
 import ast
 import functools
 import importlib
+import importlib.util
 import inspect
 import io
+import shutil
 import textwrap
 import tokenize
 import tomllib
@@ -58,6 +64,10 @@ LAYERS = {
     # L6, the dashboard (public API only)
     "admin_ui": 6,
 }
+#: The public facade: what users import.  No module of the package imports it (it imports
+#: them all, and a module reaching a name through it hides where the name lives and
+#: which layer it is in); each imports the module that defines the name.
+FACADE = "tornado_mcp"
 #: Siblings of one layer that must not import each other (importer, imported): in L3 the
 #: engine may import tasks and auth, never the reverse; in L4 the two transports are apart.
 FORBIDDEN_SIBLINGS = {
@@ -66,10 +76,33 @@ FORBIDDEN_SIBLINGS = {
     ("tornado_mcp.stdio", "tornado_mcp.transport"),
     ("tornado_mcp.transport", "tornado_mcp.stdio"),
 }
-#: Below this layer no module imports Tornado at all; below ``WEB_FREE_BELOW`` none
-#: imports ``tornado.web``.
-TORNADO_FREE_BELOW = 3
-WEB_FREE_BELOW = 4
+#: Which Tornado modules each part of the package may import (``None``: any), by the
+#: :data:`LAYERS` entry that places the importer, with why.  ``import tornado`` alone counts
+#: as the whole of Tornado (``tornado.web`` is an attribute of it), and so does every
+#: module left out: ``tornado.web``, ``tornado.httpserver`` and ``tornado.routing`` serve
+#: HTTP, which only the transport and what is built on it do.
+NO_TORNADO: frozenset[str] = frozenset()
+TORNADO_MODULES: dict[str, tuple[frozenset[str] | None, str]] = {
+    **{entry: (NO_TORNADO, "pure: the same code serves stdio, HTTP and the tests")
+       for entry in ("tornado_mcp.protocol", "tornado_mcp.options",
+                     "tornado_mcp.introspection", "tornado_mcp.schema", "tornado_mcp.server")},
+    "tornado_mcp.engine": (NO_TORNADO, "the one pipeline of every transport runs on asyncio"),
+    "tornado_mcp.tasks": (NO_TORNADO, "the engine's tasks, on asyncio like it"),
+    "tornado_mcp.stdio": (NO_TORNADO, "stdin and stdout on asyncio, no HTTP at all"),
+    "tornado_mcp.auth": (frozenset({"tornado.httpclient"}),
+                         "an HTTP client of the identity provider (JWKS, RFC 7662)"),
+    "tornado_mcp.issuer": (
+        frozenset({"tornado.httpclient", "tornado.simple_httpclient", "tornado.netutil",
+                   "tornado.iostream", "tornado.httputil"}),
+        "fetches Client ID Metadata Documents: an HTTP client on its own SSRF-safe resolver, "
+        "and the errors a bad peer raises through it"),
+    **{entry: (None, "serves HTTP on Tornado, or is built on what does")
+       for entry in ("tornado_mcp.transport", "tornado_mcp.cluster", "tornado_mcp.jupyter",
+                     "tornado_mcp.authserver", "tornado_mcp.cli", "tornado_mcp.demo",
+                     "tornado_mcp.dashboard", "tornado_mcp.testing",
+                     "tornado_mcp.pytest_plugin", "tornado_mcp.__main__", "tornado_mcp",
+                     "admin_ui")},
+}
 #: The one module of the library that may import the dashboard.
 DASHBOARD_JOIN = "tornado_mcp.dashboard"
 
@@ -82,29 +115,58 @@ ALLOWED_RUNTIME: set[tuple[str, str]] = {
     # ``tornado_mcp.tasks.RedisTaskStore``, a lazy re-export of the Redis store (function-local).
     ("tornado_mcp.tasks", "tornado_mcp.cluster.task_store"),
 }
+#: Calls that import a module named at run time, so no test can read the edge: each is
+#: refused unless listed here (importer, the function the call is in) with why.  A call with
+#: a literal name (or a module-level constant holding one) is an import like any other.
+DYNAMIC_IMPORTS: dict[tuple[str, str], str] = {
+    ("tornado_mcp.stdio", "load_server"):
+        "the user's server, named on the command line (module:attr or path/to/file.py:attr)",
+    ("tornado_mcp.jupyter.extension", "_import"):
+        "the tool functions the MCPExtension.tools trait names (module:function)",
+}
+#: The functions that import a module by name, and those that load a file as one.
+IMPORTERS = frozenset({"import_module", "__import__"})
+FILE_LOADERS = frozenset({"spec_from_file_location"})
+#: Top-level packages outside ours whose submodules the rules name (only Tornado), so an
+#: import of one is resolved to the submodule it reaches (``from tornado import web``).
+RULED_EXTERNAL = frozenset({"tornado"})
 
 
-def _modules() -> Iterator[tuple[str, Path]]:
+def _modules(root: Path) -> Iterator[tuple[str, Path]]:
     for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        for path in sorted((root / package).rglob("*.py")):
+            parts = list(path.relative_to(root).with_suffix("").parts)
             if parts[-1] == "__init__":
                 parts.pop()
             yield ".".join(parts), path
 
 
-MODULES = dict(_modules())
-
-
 @dataclass(frozen=True)
 class Edge:
     """One import: ``kind`` is "module" (runs on import), "local" (inside a function) or
-    "typing" (under ``if TYPE_CHECKING:``, for the type checker only)."""
+    "typing" (under ``if TYPE_CHECKING:``, for the type checker only); ``path`` is the
+    importing file, relative to the tree's root."""
 
     source: str
     target: str
     kind: str
     line: int
+    path: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line} ({self.source}, {self.kind})"
+
+
+@dataclass(frozen=True)
+class DynamicImport:
+    """A call that imports a module whose name is only known at run time."""
+
+    source: str
+    function: str
+    line: int
+    path: str
+    call: str
 
 
 def _ancestors(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> Iterator[ast.AST]:
@@ -129,45 +191,175 @@ def _kind(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> str:
     return "typing" if typing_only else "local" if local else "module"
 
 
-def _imports(name: str, path: Path) -> list[Edge]:
-    """Every import in module ``name``, resolved to absolute module names."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
-    is_package = path.name == "__init__.py"
-    found: list[Edge] = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Import | ast.ImportFrom):
-            continue
-        kind = _kind(node, parents)
-        if isinstance(node, ast.Import):
-            found.extend(Edge(name, alias.name, kind, node.lineno) for alias in node.names)
-            continue
-        base = node.module or ""
-        if node.level:
-            anchor = name.split(".")
-            anchor = anchor if is_package else anchor[:-1]
-            anchor = anchor[: len(anchor) - (node.level - 1)]
-            base = ".".join([*anchor, base] if base else anchor)
-        for alias in node.names:  # ``from . import jsonio`` imports the submodule
-            full = f"{base}.{alias.name}"
-            found.append(Edge(name, full if full in MODULES else base, kind, node.lineno))
-    return found
+def _function(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> str:
+    """The name of the innermost function ``node`` is in ("" at module level)."""
+    for parent in _ancestors(node, parents):
+        if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef):
+            return parent.name
+    return ""
 
 
-EDGES = [edge for name, path in MODULES.items() for edge in _imports(name, path)]
+@functools.cache
+def _external_module(name: str) -> bool:
+    """Whether ``name`` is a module of a :data:`RULED_EXTERNAL` package (not a name in one)."""
+    if name.split(".")[0] not in RULED_EXTERNAL:
+        return False
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a parent that is a module, not a package
+        return False
 
 
-def _internal(edge: Edge) -> bool:
-    """An import of another module of ours (a submodule importing its own package is not
-    a dependency: importing the submodule runs the package first by design)."""
-    s, t = edge.source, edge.target
-    return t in MODULES and t != s and not s.startswith(t + ".")
+class _Scanner:
+    """Every import of one module: statements, calls of :data:`IMPORTERS`, and dotted names
+    read off an imported module (``import tornado_mcp`` then ``tornado_mcp.Transport``)."""
+
+    def __init__(self, name: str, path: str, source: str, modules: frozenset[str]) -> None:
+        self.name, self.path, self.modules = name, path, modules
+        self.tree = ast.parse(source)
+        self.parents = {child: node for node in ast.walk(self.tree)
+                        for child in ast.iter_child_nodes(node)}
+        self.is_package = path.endswith("__init__.py")
+        self.edges: list[Edge] = []
+        self.dynamic: list[DynamicImport] = []
+        #: Names bound to a module by an import (``import a.b`` binds ``a``), with the
+        #: import's kind ("typing" when only ``if TYPE_CHECKING:`` imports bind it).
+        self.bound: dict[str, tuple[str, str]] = {}
+        #: Module-level names bound to a string constant (a module named once).
+        self.constants = {t.id: n.value.value for n in self.tree.body
+                          if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
+                          and isinstance(n.value.value, str)
+                          for t in n.targets if isinstance(t, ast.Name)}
+
+    def _is_module(self, name: str) -> bool:
+        return name in self.modules or _external_module(name)
+
+    def _add(self, target: str, node: ast.AST, kind: str | None = None) -> None:
+        self.edges.append(Edge(self.name, target, kind or _kind(node, self.parents),
+                               getattr(node, "lineno", 0), self.path))
+
+    def _bind(self, name: str, module: str, node: ast.AST) -> None:
+        kind = _kind(node, self.parents)
+        earlier = self.bound.get(name)
+        if earlier is None or earlier[1] == "typing":
+            self.bound[name] = (module, kind)
+
+    def _absolute(self, module: str, level: int) -> str:
+        if not level:
+            return module
+        anchor = self.name.split(".")
+        anchor = anchor if self.is_package else anchor[:-1]
+        anchor = anchor[: len(anchor) - (level - 1)]
+        return ".".join([*anchor, module] if module else anchor)
+
+    def scan(self) -> _Scanner:
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    self._add(alias.name, node)
+                    top = alias.name.split(".")[0]
+                    self._bind(alias.asname or top, alias.name if alias.asname else top, node)
+            elif isinstance(node, ast.ImportFrom):
+                base = self._absolute(node.module or "", node.level)
+                for alias in node.names:  # ``from . import jsonio`` imports the submodule
+                    full = f"{base}.{alias.name}"
+                    target = full if self._is_module(full) else base
+                    self._add(target, node)
+                    if target == full:
+                        self._bind(alias.asname or alias.name, full, node)
+            elif isinstance(node, ast.Call):
+                self._call(node)
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Attribute) \
+                    and not isinstance(self.parents[node], ast.Attribute):
+                self._dotted(node)
+        return self
+
+    def _call(self, node: ast.Call) -> None:
+        func = node.func
+        called = func.attr if isinstance(func, ast.Attribute) else \
+            func.id if isinstance(func, ast.Name) else None
+        if called not in IMPORTERS | FILE_LOADERS:
+            return
+        arg = node.args[0] if node.args else None
+        literal = arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, str) \
+            else self.constants.get(arg.id) if isinstance(arg, ast.Name) else None
+        if called in IMPORTERS and literal is not None and not literal.startswith("."):
+            self._add(literal, node)
+        else:
+            self.dynamic.append(DynamicImport(self.name, _function(node, self.parents),
+                                              node.lineno, self.path, ast.unparse(node)))
+
+    def _dotted(self, node: ast.Attribute) -> None:
+        """``a.b.c`` where ``a`` names an imported module: an import of the longest dotted
+        prefix that is a module (``tornado_mcp.Transport`` after ``import tornado_mcp.x``
+        reads the facade; ``tornado.web.X`` after ``import tornado.httpclient`` reaches
+        ``tornado.web``, which Tornado's package imports on first access)."""
+        parts: list[str] = []
+        value: ast.expr = node
+        while isinstance(value, ast.Attribute):
+            parts.insert(0, value.attr)
+            value = value.value
+        if not isinstance(value, ast.Name) or value.id not in self.bound:
+            return
+        base, bound_kind = self.bound[value.id]
+        for i in range(len(parts), -1, -1):
+            full = ".".join([base, *parts[:i]])
+            if self._is_module(full):
+                self._add(full, node, "typing" if bound_kind == "typing" else None)
+                return
+
+
+@functools.cache
+def _scan(name: str, path: str, source: str, modules: frozenset[str]) -> _Scanner:
+    return _Scanner(name, path, source, modules).scan()
+
+
+class Tree:
+    """The packages under ``root`` as these checks read them: this checkout, or a copy of
+    it with a deliberate fault (the tests that the checks catch what they claim)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.modules = dict(_modules(root))
+        names = frozenset(self.modules)
+        self.paths = {name: path.relative_to(root).as_posix()
+                      for name, path in self.modules.items()}
+        self.edges: list[Edge] = []
+        self.dynamic: list[DynamicImport] = []
+        for name, path in self.modules.items():
+            scanned = _scan(name, self.paths[name], path.read_text(encoding="utf-8"), names)
+            self.edges += scanned.edges
+            self.dynamic += scanned.dynamic
+
+    def internal(self, edge: Edge) -> bool:
+        """An import of another module of ours."""
+        return edge.target in self.modules and edge.target != edge.source
+
+    def graph(self) -> dict[str, set[str]]:
+        """Who imports whom.  A submodule importing its own package is not a dependency
+        (importing the submodule runs the package first by design); a type-only import
+        within one package is Python's ordinary way for two modules of it to name each
+        other's classes (the type checker's, never run), so it does not count as a cycle;
+        across packages it does."""
+        graph: dict[str, set[str]] = {name: set() for name in self.modules}
+        for edge in self.edges:
+            if self.internal(edge) and not edge.source.startswith(edge.target + ".") \
+                    and not (edge.kind == "typing"
+                             and _package(edge.source) == _package(edge.target)):
+                graph[edge.source].add(edge.target)
+        return graph
+
+
+TREE = Tree(ROOT)
+MODULES = TREE.modules
+EDGES = TREE.edges
 
 
 def _entry(name: str) -> str:
     """The :data:`LAYERS` entry that places ``name``."""
     matches = [key for key in LAYERS
-               if name == key or (key != "tornado_mcp" and name.startswith(key + "."))]
+               if name == key or (key != FACADE and name.startswith(key + "."))]
     assert matches, f"{name} has no layer: add it to LAYERS"
     return max(matches, key=len)
 
@@ -180,18 +372,6 @@ def _package(name: str) -> str:
     return name.rpartition(".")[0] if name.count(".") > 1 else name
 
 
-def _graph() -> dict[str, set[str]]:
-    """Who imports whom.  A type-only import within one package is Python's ordinary way
-    for two modules of it to name each other's classes (the type checker's, never run),
-    so it does not count as a cycle; across packages it does."""
-    graph: dict[str, set[str]] = {name: set() for name in MODULES}
-    for edge in EDGES:
-        if _internal(edge) and not (edge.kind == "typing"
-                                    and _package(edge.source) == _package(edge.target)):
-            graph[edge.source].add(edge.target)
-    return graph
-
-
 def _reaches(graph: dict[str, set[str]], start: str, goal: str) -> bool:
     seen, todo = {start}, [start]
     while todo:
@@ -202,6 +382,81 @@ def _reaches(graph: dict[str, set[str]], start: str, goal: str) -> bool:
                 seen.add(dep)
                 todo.append(dep)
     return False
+
+
+def layer_breaks(tree: Tree) -> list[str]:
+    """Imports that point up a layer, or between siblings kept apart."""
+    broken = []
+    for edge in tree.edges:
+        if not tree.internal(edge) or (edge.source, edge.target) in ALLOWED | ALLOWED_RUNTIME:
+            continue
+        if edge.source == DASHBOARD_JOIN and _entry(edge.target) == "admin_ui":
+            continue  # the one sanctioned join (see the tests below)
+        source, target = _entry(edge.source), _entry(edge.target)
+        if _layer(edge.target) > _layer(edge.source) or (source, target) in FORBIDDEN_SIBLINGS:
+            broken.append(f"{edge.where} imports {edge.target}")
+    return broken
+
+
+def facade_imports(tree: Tree) -> list[str]:
+    """Modules of the package that import its facade (``from tornado_mcp import X``,
+    ``import tornado_mcp``, ``from .. import X`` reaching it from a subpackage)."""
+    return [f"{edge.where} imports the facade {FACADE}: import the module that defines it"
+            for edge in tree.edges
+            if edge.target == FACADE and edge.source.startswith(FACADE + ".")]
+
+
+def tornado_breaks(tree: Tree) -> list[str]:
+    """Imports of a Tornado module that :data:`TORNADO_MODULES` does not give the importer."""
+    broken = []
+    for edge in tree.edges:
+        if edge.target.split(".")[0] != "tornado":
+            continue
+        allowed, why = TORNADO_MODULES[_entry(edge.source)]
+        if allowed is not None and edge.target not in allowed:
+            broken.append(f"{edge.where} imports {edge.target}, which "
+                          f"{_entry(edge.source)} may not ({why})")
+    return broken
+
+
+def dynamic_breaks(tree: Tree) -> list[str]:
+    """Imports of a module named at run time that :data:`DYNAMIC_IMPORTS` does not list."""
+    return [f"{d.path}:{d.line} ({d.source}) imports a module named at run time: {d.call}"
+            for d in tree.dynamic if (d.source, d.function) not in DYNAMIC_IMPORTS]
+
+
+def dashboard_private_reads(tree: Tree) -> list[str]:
+    """Where the dashboard reads a private attribute of anything but its own objects:
+    ``self``, ``cls``, ``super()`` and its own modules are its own; any other chain
+    (``state.transport._sessions``, ``self.x._y``, ``a.b()._c``, ``getattr(t, "_y")``)
+    reaches into the library, which it reads through its public API only."""
+    found = []
+    for name, path in tree.modules.items():
+        if _entry(name) != "admin_ui":
+            continue
+        scanned = _scan(name, tree.paths[name], path.read_text(encoding="utf-8"),
+                        frozenset(tree.modules))
+        own = {"self", "cls"} | {bound for bound, (module, _) in scanned.bound.items()
+                                 if module in tree.modules and _entry(module) == "admin_ui"}
+        for node in ast.walk(scanned.tree):
+            if isinstance(node, ast.Attribute):
+                attr, target = node.attr, node.value
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                    and node.func.id in ("getattr", "setattr", "hasattr", "delattr") \
+                    and len(node.args) > 1 and isinstance(node.args[1], ast.Constant) \
+                    and isinstance(node.args[1].value, str):
+                attr, target = node.args[1].value, node.args[0]
+            else:
+                continue
+            if not attr.startswith("_") or attr.startswith("__"):
+                continue
+            if (isinstance(target, ast.Name) and target.id in own) or (
+                    isinstance(target, ast.Call) and isinstance(target.func, ast.Name)
+                    and target.func.id == "super" and not target.args):
+                continue
+            found.append(f"{tree.paths[name]}:{node.lineno} ({name}) reads "
+                         f"{ast.unparse(target)}.{attr}: not the dashboard's own")
+    return found
 
 
 def code_lines(source: str) -> set[int]:
@@ -271,31 +526,44 @@ def test_every_module_has_a_layer() -> None:
 
 
 def test_imports_go_to_the_same_layer_or_a_lower_one() -> None:
-    broken = []
-    for edge in EDGES:
-        if not _internal(edge) or (edge.source, edge.target) in ALLOWED | ALLOWED_RUNTIME:
-            continue
-        if edge.source == DASHBOARD_JOIN and _entry(edge.target) == "admin_ui":
-            continue  # the one sanctioned join (see the next tests)
-        source, target = _entry(edge.source), _entry(edge.target)
-        if _layer(edge.target) > _layer(edge.source) or (source, target) in FORBIDDEN_SIBLINGS:
-            broken.append(f"{edge.source}:{edge.line} ({edge.kind}) imports {edge.target}")
+    broken = layer_breaks(TREE)
     assert not broken, "\n".join(broken)
 
 
-def test_low_layers_do_not_import_tornado() -> None:
-    broken = []
-    for edge in EDGES:
-        layer = _layer(edge.source)
-        web = edge.target == "tornado.web" or edge.target.startswith("tornado.web.")
-        if (edge.target == "tornado" or edge.target.startswith("tornado.")) \
-                and (layer < TORNADO_FREE_BELOW or (web and layer < WEB_FREE_BELOW)):
-            broken.append(f"{edge.source}:{edge.line} imports {edge.target}")
+def test_no_module_of_the_package_imports_its_facade() -> None:
+    broken = facade_imports(TREE)
     assert not broken, "\n".join(broken)
+
+
+def test_each_part_imports_only_the_tornado_modules_it_may() -> None:
+    broken = tornado_breaks(TREE)
+    assert not broken, "\n".join(broken)
+
+
+def test_the_tornado_table_keeps_http_serving_in_the_transport_and_above() -> None:
+    """The table itself says what docs/architecture.md does: below the transports nothing
+    imports ``tornado.web``, ``tornado.httpserver`` or ``tornado.routing``, and the first
+    three layers and the engine import no Tornado at all."""
+    assert set(TORNADO_MODULES) == set(LAYERS)
+    for entry, (allowed, why) in TORNADO_MODULES.items():
+        assert why
+        if LAYERS[entry] < 4:
+            assert allowed is not None
+            assert not allowed & {"tornado", "tornado.web", "tornado.httpserver",
+                                  "tornado.routing"}, entry
+        if LAYERS[entry] < 3 or entry in ("tornado_mcp.engine", "tornado_mcp.tasks"):
+            assert allowed == NO_TORNADO, entry
+
+
+def test_modules_named_at_run_time_are_imported_only_where_listed() -> None:
+    broken = dynamic_breaks(TREE)
+    assert not broken, "\n".join(broken)
+    used = {(d.source, d.function) for d in TREE.dynamic}
+    assert set(DYNAMIC_IMPORTS) <= used, "drop from DYNAMIC_IMPORTS what no longer imports"
 
 
 def test_no_import_cycle_between_modules() -> None:
-    graph = _graph()
+    graph = TREE.graph()
     for source, target in ALLOWED:
         graph[source].discard(target)
     state: dict[str, int] = {}
@@ -327,7 +595,7 @@ def test_every_allowed_exception_is_still_needed() -> None:
         assert pair in kinds, f"{source} no longer imports {target}: drop it from ALLOWED"
         if pair in ALLOWED:
             assert kinds[pair] == {"typing"}, f"{source} imports {target} at run time"
-        graph = _graph()
+        graph = TREE.graph()
         for other in ALLOWED - {pair}:
             graph[other[0]].discard(other[1])
         upward = _layer(target) > _layer(source)
@@ -342,14 +610,101 @@ def test_only_the_join_module_imports_the_dashboard() -> None:
 
 
 def test_the_dashboard_reads_the_library_through_its_public_api() -> None:
-    for name, path in MODULES.items():
-        if not name.startswith("admin_ui"):
-            continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Attribute) and node.attr.startswith("_") \
-                    and not node.attr.startswith("__") and isinstance(node.value, ast.Name) \
-                    and node.value.id in ("transport", "t", "server", "options"):
-                pytest.fail(f"{name} reads {node.value.id}.{node.attr}")
+    broken = dashboard_private_reads(TREE)
+    assert not broken, "\n".join(broken)
+
+
+# -- the checks catch what they claim: a deliberate fault in a copy of the code ------------
+
+def faulty_copy(tmp_path: Path, path: str, code: str) -> Tree:
+    """A copy of the packages with ``code`` appended to ``path`` (relative to the root)."""
+    root = tmp_path / "copy"
+    for package in PACKAGES:
+        shutil.copytree(ROOT / package, root / package,
+                        ignore=shutil.ignore_patterns("__pycache__", "static", "templates"))
+    target = root / path
+    target.write_text(target.read_text(encoding="utf-8") + "\n\n" + code, encoding="utf-8")
+    return Tree(root)
+
+
+ENGINE = "tornado_mcp/engine/engine.py"
+SERVER = "tornado_mcp/server/server.py"
+DASHBOARD_API = "admin_ui/api.py"
+FAULTS = {
+    # the package's facade, reached from inside it
+    "facade from": (facade_imports, ENGINE, "from tornado_mcp import Transport\n"),
+    "facade from, a layer up": (layer_breaks, ENGINE, "from tornado_mcp import Transport\n"),
+    "facade imported, read": (
+        facade_imports, "tornado_mcp/cluster/core.py",
+        "def probe():\n    import tornado_mcp\n    return tornado_mcp.Transport\n"),
+    "facade read off a submodule's import": (
+        facade_imports, "tornado_mcp/transport/core.py",
+        "import tornado_mcp.server.server\n\n\ndef probe():\n"
+        "    return tornado_mcp.Transport\n"),
+    "facade from a subpackage, relative": (facade_imports, SERVER, "from .. import Transport\n"),
+    "facade, typing only": (
+        facade_imports, SERVER,
+        "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
+        "    from tornado_mcp import Context\n"),
+    # Tornado modules a layer may not import
+    "from tornado import web": (tornado_breaks, ENGINE, "from tornado import web\n"),
+    "import tornado.web": (tornado_breaks, ENGINE, "def probe():\n    import tornado.web\n"),
+    "import tornado": (tornado_breaks, SERVER, "import tornado\n"),
+    "tornado.web read off tornado": (
+        tornado_breaks, "tornado_mcp/auth/http.py",
+        "import tornado.httpclient\n\n\ndef probe():\n    return tornado.web.RequestHandler\n"),
+    "httpserver in auth": (
+        tornado_breaks, "tornado_mcp/auth/http.py", "from tornado.httpserver import HTTPServer\n"),
+    "routing in issuer": (
+        tornado_breaks, "tornado_mcp/issuer/cimd.py", "from tornado.routing import Router\n"),
+    "ioloop in stdio": (
+        tornado_breaks, "tornado_mcp/stdio/connection.py", "from tornado.ioloop import IOLoop\n"),
+    # imports by a call
+    "import_module, literal": (
+        layer_breaks, ENGINE,
+        "def probe():\n    return importlib.import_module('tornado_mcp.transport.core')\n"),
+    "__import__, literal": (layer_breaks, SERVER, "__import__('tornado_mcp.cluster')\n"),
+    "import_module of a constant": (
+        tornado_breaks, ENGINE,
+        "WEB = 'tornado.web'\n\n\ndef probe():\n    return importlib.import_module(WEB)\n"),
+    "import_module, non-literal": (
+        dynamic_breaks, ENGINE, "def probe(name):\n    return importlib.import_module(name)\n"),
+    "import_module, relative": (
+        dynamic_breaks, SERVER,
+        "def probe():\n    return importlib.import_module('.builtins', __package__)\n"),
+    "a file loaded as a module": (
+        dynamic_breaks, "tornado_mcp/cli.py",
+        "def probe(where):\n    return importlib.util.spec_from_file_location('m', where)\n"),
+    # the dashboard reading the library's private state
+    "private off a chain": (
+        dashboard_private_reads, DASHBOARD_API,
+        "def probe(state):\n    return state.transport._sessions\n"),
+    "private off self's attribute": (
+        dashboard_private_reads, DASHBOARD_API,
+        "class Probe:\n    def probe(self):\n        return self.x._y\n"),
+    "private off a call": (
+        dashboard_private_reads, DASHBOARD_API, "def probe(a):\n    return a.b()._c\n"),
+    "private off a bare name": (
+        dashboard_private_reads, DASHBOARD_API, "def probe(transport):\n    return transport._x\n"),
+    "private by getattr": (
+        dashboard_private_reads, DASHBOARD_API,
+        "def probe(t):\n    return getattr(t, '_sessions')\n"),
+}
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_a_deliberate_fault_in_a_copy_is_caught(tmp_path: Path, fault: str) -> None:
+    check, path, code = FAULTS[fault]
+    assert not check(TREE)
+    found = check(faulty_copy(tmp_path, path, code))
+    assert found and all(line.startswith(f"{path}:") for line in found), found
+
+
+def test_the_dashboards_own_objects_are_its_own(tmp_path: Path) -> None:
+    """``self``, ``cls``, ``super()`` and the dashboard's own modules: no fault."""
+    code = ("from . import history\n\n\nclass Probe:\n    def probe(self):\n"
+            "        return self._a, super()._b, history._c, getattr(self, '_d')\n")
+    assert dashboard_private_reads(faulty_copy(tmp_path, DASHBOARD_API, code)) == []
 
 
 # -- Tornado only through its public API -------------------------------------------------------

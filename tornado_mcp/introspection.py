@@ -212,6 +212,10 @@ class ClusterSnapshot:
     processes: tuple[ProcessInfo, ...]
     totals: dict[str, int]  # sessions, get_streams, listen_streams, retained_*, refusals
     relay: dict[str, int]  # published, received, duplicates, buffered, dropped, reconnects
+    #: Requests this process judged without Redis because it could not answer, by kind:
+    #: ``rate_limit`` (a local share of the caller's bucket), ``dpop_replay`` (this
+    #: process's own replay cache).
+    fallbacks: dict[str, int]
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

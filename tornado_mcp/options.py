@@ -58,7 +58,7 @@ class OptionError(ValueError):
 @dataclass(frozen=True)
 class OptionSpec:
     name: str
-    kind: str  # "int", "seconds", "bool", "hosts", "versions", "tool_bounds"
+    kind: str  # a key of COERCERS: "int", "seconds", "bool", "hosts", "versions", "tool_bounds"
     default: Any
     nullable: bool
     live: bool
@@ -76,63 +76,168 @@ class OptionSpec:
         dashboard's limits API): a string is then never read as a number or a boolean, a
         whole number written as a float (``5.0``) counts as an integer, since JSON has one
         number type, and an integer may be at most :data:`MAX_JSON_INTEGER`.  The rules and
-        the messages are the same either way.
+        the messages are the same either way; each kind's are its :class:`Coercer`'s
+        (:data:`COERCERS`).
         """
+        coercer = COERCERS[self.kind]
         if from_json:
-            if self.kind == "int" and isinstance(value, float) and value.is_integer():
-                value = int(value)
-        elif isinstance(value, str) and self.kind == "tool_bounds":
-            value = _parse_json_text(value)
-        elif isinstance(value, str) and self.kind not in ("hosts", "versions"):
-            value = _parse_text(self, value)
+            value = coercer.read_json(value)
+        elif isinstance(value, str):
+            value = coercer.read_text(self, value)
         if value is None:
             if self.nullable:
                 return None
             raise ValueError("may not be none")
-        if self.kind == "bool":
-            if not isinstance(value, bool):
-                raise ValueError("must be true or false")
-            return value
-        if self.kind == "int":
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(
-                    "must be a positive integer" + (" or none" if self.nullable else "")
-                )
-            if from_json and value > MAX_JSON_INTEGER:
-                raise ValueError(f"must be at most {MAX_JSON_INTEGER}")
-            return value
-        if self.kind == "seconds":
-            not_seconds = ("must be a positive number of seconds"
-                           + (" or none" if self.nullable else ""))
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ValueError(not_seconds)
-            try:
-                seconds = float(value)
-            except OverflowError:  # an int past float's range: no finite number of seconds
-                raise ValueError(not_seconds) from None
-            if not math.isfinite(seconds) or seconds <= 0:
-                raise ValueError(not_seconds)
-            return seconds
-        if self.kind == "hosts":
-            if isinstance(value, str):
-                value = [v for v in (p.strip() for p in value.split(",")) if v]
-            if not isinstance(value, list | tuple) or \
-                    not all(isinstance(v, str) for v in value):
-                raise ValueError("must be a list of strings")
-            return tuple(v.lower() for v in value)
-        if self.kind == "versions":
-            if isinstance(value, str):
-                value = [v for v in (p.strip() for p in value.split(",")) if v]
-            if not isinstance(value, list | tuple) or not value:
-                raise ValueError("must be a non-empty list of protocol versions")
-            unknown = [v for v in value if v not in ALL_VERSIONS]
-            if unknown:
-                raise ValueError(f"unknown protocol versions {unknown}; "
-                                 f"known: {list(ALL_VERSIONS)}")
-            return tuple(v for v in ALL_VERSIONS if v in value)
-        if self.kind == "tool_bounds":
-            return coerce_tool_bounds(value)
-        raise AssertionError(self.kind)  # pragma: no cover
+        return coercer.check(self, value, from_json)
+
+
+#: Command-line words for "no bound" (of a nullable option) and for each boolean.
+NONE_WORDS = ("none", "null", "off")
+TRUE_WORDS = ("true", "yes", "1", "on")
+FALSE_WORDS = ("false", "no", "0", "off")
+
+
+def _or_none(spec: OptionSpec) -> str:
+    return " or none" if spec.nullable else ""
+
+
+class Coercer:
+    """How one kind of option takes a value: :meth:`read_text` reads command-line text,
+    :meth:`read_json` adjusts a value decoded from JSON, and :meth:`check` validates what
+    either gives (never ``None``: :meth:`OptionSpec.coerce` judges that), returning the
+    value as the option holds it."""
+
+    def read_text(self, spec: OptionSpec, text: str) -> Any:
+        return text
+
+    def read_json(self, value: Any) -> Any:
+        return value
+
+    def check(self, spec: OptionSpec, value: Any, from_json: bool) -> Any:
+        raise NotImplementedError
+
+
+class _Number(Coercer):
+    """A number from text: ``none`` (when the bound may be off), else the number."""
+
+    def read_text(self, spec: OptionSpec, text: str) -> Any:
+        t = text.strip().lower()
+        if t in NONE_WORDS and spec.nullable:
+            return None
+        try:
+            return self.parse(t)
+        except ValueError:
+            raise ValueError(f"{text!r} is not a number") from None
+
+    def parse(self, text: str) -> int | float:
+        raise NotImplementedError
+
+
+class PositiveInt(_Number):
+    """``int``: a count or a size, above zero; from JSON at most :data:`MAX_JSON_INTEGER`."""
+
+    def parse(self, text: str) -> int:
+        return int(text)
+
+    def read_json(self, value: Any) -> Any:
+        return int(value) if isinstance(value, float) and value.is_integer() else value
+
+    def check(self, spec: OptionSpec, value: Any, from_json: bool) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError("must be a positive integer" + _or_none(spec))
+        if from_json and value > MAX_JSON_INTEGER:
+            raise ValueError(f"must be at most {MAX_JSON_INTEGER}")
+        return value
+
+
+class Seconds(_Number):
+    """``seconds``: a finite duration above zero, held as a ``float``."""
+
+    def parse(self, text: str) -> float:
+        return float(text)
+
+    def check(self, spec: OptionSpec, value: Any, from_json: bool) -> float:
+        not_seconds = "must be a positive number of seconds" + _or_none(spec)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(not_seconds)
+        try:
+            seconds = float(value)
+        except OverflowError:  # an int past float's range: no finite number of seconds
+            raise ValueError(not_seconds) from None
+        if not math.isfinite(seconds) or seconds <= 0:
+            raise ValueError(not_seconds)
+        return seconds
+
+
+class Flag(Coercer):
+    """``bool``: ``True`` or ``False``; from text, the usual words for either."""
+
+    def read_text(self, spec: OptionSpec, text: str) -> Any:
+        t = text.strip().lower()
+        if t in NONE_WORDS and spec.nullable:
+            return None
+        if t in TRUE_WORDS:
+            return True
+        if t in FALSE_WORDS:
+            return False
+        raise ValueError("must be true or false")
+
+    def check(self, spec: OptionSpec, value: Any, from_json: bool) -> bool:
+        if not isinstance(value, bool):
+            raise ValueError("must be true or false")
+        return value
+
+
+def _listed(value: Any) -> Any:
+    """A comma-separated string as its non-empty items; anything else as it is."""
+    if isinstance(value, str):
+        return [v for v in (p.strip() for p in value.split(",")) if v]
+    return value
+
+
+class Hosts(Coercer):
+    """``hosts``: strings (a list, or comma-separated text), held lower-case in a tuple."""
+
+    def check(self, spec: OptionSpec, value: Any, from_json: bool) -> tuple[str, ...]:
+        value = _listed(value)
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+            raise ValueError("must be a list of strings")
+        return tuple(v.lower() for v in value)
+
+
+class Versions(Coercer):
+    """``versions``: known protocol versions (at least one), held in the canonical order."""
+
+    def check(self, spec: OptionSpec, value: Any, from_json: bool) -> tuple[str, ...]:
+        value = _listed(value)
+        if not isinstance(value, list | tuple) or not value:
+            raise ValueError("must be a non-empty list of protocol versions")
+        unknown = [v for v in value if v not in ALL_VERSIONS]
+        if unknown:
+            raise ValueError(f"unknown protocol versions {unknown}; "
+                             f"known: {list(ALL_VERSIONS)}")
+        return tuple(v for v in ALL_VERSIONS if v in value)
+
+
+class ToolBounds(Coercer):
+    """``tool_bounds``: per tool, the bounds an operator overrides
+    (:func:`coerce_tool_bounds`); from text, JSON (``none`` or nothing: no overrides)."""
+
+    def read_text(self, spec: OptionSpec, text: str) -> Any:
+        try:
+            return json.loads(text) if text.strip().lower() not in ("none", "null", "") else {}
+        except ValueError:
+            raise ValueError(f"{text!r} is not a JSON object") from None
+
+    def check(self, spec: OptionSpec, value: Any, from_json: bool) -> dict[str, dict[str, Any]]:
+        return coerce_tool_bounds(value)
+
+
+#: Each kind of option and its rules.
+COERCERS: dict[str, Coercer] = {
+    "int": PositiveInt(), "seconds": Seconds(), "bool": Flag(), "hosts": Hosts(),
+    "versions": Versions(), "tool_bounds": ToolBounds(),
+}
 
 
 #: The bounds a ``tool_bounds`` entry may override, and what each must be.
@@ -185,31 +290,6 @@ def coerce_tool_bounds(value: Any) -> dict[str, dict[str, Any]]:
         if bounds:
             out[name] = bounds
     return out
-
-
-def _parse_json_text(text: str) -> Any:
-    try:
-        return json.loads(text) if text.strip().lower() not in ("none", "null", "") else {}
-    except ValueError:
-        raise ValueError(f"{text!r} is not a JSON object") from None
-
-
-def _parse_text(spec: OptionSpec, text: str) -> Any:
-    t = text.strip().lower()
-    if t in ("none", "null", "off") and spec.nullable:
-        return None
-    if spec.kind == "bool":
-        if t in ("true", "yes", "1", "on"):
-            return True
-        if t in ("false", "no", "0", "off"):
-            return False
-        raise ValueError("must be true or false")
-    try:
-        if spec.kind == "int":
-            return int(t)
-        return float(t)
-    except ValueError:
-        raise ValueError(f"{text!r} is not a number") from None
 
 
 OPTION_SPECS: tuple[OptionSpec, ...] = (

@@ -18,7 +18,7 @@ from typing import Any
 from conftest import ServerFactory
 from mcp_http import Running, assert_refused
 from redis_proc import RedisProc, redis_fixture  # noqa: F401 - the redis fixture
-from test_cluster_processes import admin, start
+from test_cluster_processes import admin, metric, start
 from tornado.httpclient import AsyncHTTPClient
 
 from tornado_mcp.cluster.rate_limit import TAKE_TIMEOUT
@@ -26,6 +26,7 @@ from tornado_mcp.cluster.rate_limit import TAKE_TIMEOUT
 LIMIT = 4
 TTL = "1"
 FLAGS = ("--rate-limit-per-principal", str(LIMIT), "--cluster-heartbeat-ttl", TTL)
+FALLBACKS = 'tornado_mcp_cluster_fallbacks_total{kind="rate_limit"}'
 
 
 async def ready(port: int) -> tuple[int, dict[str, Any]]:
@@ -109,11 +110,19 @@ async def test_one_bucket_per_caller_across_processes_outages_and_restarts(
     # process's share of what it had left is nothing); a new caller gets its share on
     # each process (4 // 2 processes = 2), and no more.
     assert (await ready(a.port))[0] == 200
+    # (a take Redis answers slowly on a busy machine falls back too: count from here)
+    fell_back = [await metric(proc.port, FALLBACKS) for proc in (a, b)]
+    assert None not in fell_back
     redis.kill()
     await until_disconnected(a.port)
     await until_disconnected(b.port)
     used = await granted(on_a, "10.0.0.1", 3, 20) + await granted(on_b, "10.0.0.1", 3, 30)
     assert await granted(on_a, "10.0.0.2", 4, 40) == 2
+    # Each process counts the calls it judged alone, for an operator to see.
+    assert await metric(a.port, FALLBACKS) == fell_back[0] + 3 + 4
+    assert await metric(b.port, FALLBACKS) == fell_back[1] + 3
+    _, view = await admin(a.port, "GET", "api/cluster")
+    assert view["fallbacks"]["rate_limit"] == fell_back[0] + 7
     # Past the heartbeat TTL without Redis, the process is not ready.
     body = await until_ready(a.port, 503)
     assert "Redis unreachable" in body["reason"] and "cluster_heartbeat_ttl" in body["reason"]

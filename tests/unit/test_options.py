@@ -3,7 +3,9 @@ bounds, stateless rules, and live updates (no HTTP; see tests/http/test_live_lim
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -350,3 +352,87 @@ def test_tool_bounds_take_json_text_and_name_the_bad_field() -> None:
             opts.update({"tool_bounds": bad})
         assert message in info.value.errors["tool_bounds"]
     assert opts.tool_bounds == {"slow": {"timeout": 2.0, "max_concurrency": None}}
+
+
+# -- OptionSpec.coerce, every kind from both sources: the outcomes recorded before the split -----
+
+#: One option of each kind and nullability.
+COERCED = ("max_sessions", "max_request_bytes", "session_idle_timeout",
+           "server_to_client_request_timeout", "stateless", "allowed_hosts",
+           "protocol_versions", "tool_bounds")
+#: Values that reach each branch of the rules: text as a command line gives it, Python
+#: values, and what JSON decodes to (``from_json=True``).
+COERCE_VALUES: tuple[tuple[str, Any], ...] = (*((repr(v), v) for v in (
+    None, "none", "NULL", " off ", "", " 7 ", "1.5", "-1", "0", "abc", "true", "Yes", "on",
+    "1", "no", "false", "maybe", "inf", "nan", "2.5", True, False, 0, -1, 1, 5, 5.0, 5.5,
+    -2.0, 2**53 - 1, 2**53, 1e300, math.inf, math.nan, "A.example, b.example:8080 ,,",
+    ["A.example"], ("x",), [1], [], 5j, "2025-03-26,2026-07-28", ["2025-11-25", "2025-11-25"],
+    ["1999-01-01"], '{"t": {"timeout": 2}}', "[1]", "{bad", {}, {"t": {"timeout": 2}},
+    {"t": {"timeout": "2"}}, {"t": {"max_concurrency": 1.5}}, {"t": {"max_concurrency": 3.0}},
+    {"t": {"retries": 1}}, {"t": {}}, {1: {}}, {"t": 1},
+)), ("10**400", 10**400), ("-10**400", -(10**400)),
+    ("{'t': {'timeout': 10**400}}", {"t": {"timeout": 10**400}}))
+RECORDED_COERCIONS = Path(__file__).with_name("option_coercions.json")
+
+
+def coercion(name: str, value: Any, from_json: bool) -> str:
+    """What ``coerce`` makes of ``value``: the result's type and repr, or the error."""
+    try:
+        result = SPECS_BY_NAME[name].coerce(value, from_json=from_json)
+    except Exception as exc:  # what it raises is what is recorded
+        return f"{type(exc).__name__}: {exc}"
+    return f"{type(result).__name__} {result!r}"
+
+
+def coercions() -> dict[str, str]:
+    return {f"{name} | {label} | {'json' if from_json else 'python'}":
+            coercion(name, value, from_json)
+            for name in COERCED for label, value in COERCE_VALUES
+            for from_json in (False, True)}
+
+
+def test_coerce_gives_the_recorded_outcome_for_every_kind_value_and_source() -> None:
+    """A characterisation of ``coerce`` (results, their types, every message), recorded
+    from the code before it was split by kind: a change to any rule shows here.  Record
+    again only for a change of behaviour, and say so in the commit."""
+    recorded = json.loads(RECORDED_COERCIONS.read_text(encoding="utf-8"))
+    actual = coercions()
+    changed = {k: (recorded.get(k), v) for k, v in actual.items() if recorded.get(k) != v}
+    assert not changed and set(recorded) == set(actual), changed
+
+
+def message(name: str, value: Any, from_json: bool = False) -> str:
+    with pytest.raises(ValueError) as info:
+        SPECS_BY_NAME[name].coerce(value, from_json=from_json)
+    return str(info.value)
+
+
+def test_from_json_reads_no_text_and_takes_whole_floats_as_integers() -> None:
+    ints = SPECS_BY_NAME["max_sessions"]
+    assert ints.coerce(5.0, from_json=True) == 5 and type(ints.coerce(5.0, from_json=True)) is int
+    for name, text in (("max_sessions", "5"), ("max_sessions", "none")):
+        assert message(name, text, True) == "must be a positive integer or none"
+    assert message("session_idle_timeout", "2.5", True) == \
+        "must be a positive number of seconds or none"
+    assert message("stateless", "true", True) == "must be true or false"
+    assert message("tool_bounds", '{"t": {}}', True) == \
+        "must map tool names to {timeout, max_concurrency} objects"
+    assert message("max_sessions", 2**53, True) == f"must be at most {2**53 - 1}"
+    assert ints.coerce(2**53) == 2**53  # a Python caller is not bound by JSON's integers
+    # lists are lists either way
+    assert SPECS_BY_NAME["allowed_hosts"].coerce("A, b", from_json=True) == ("a", "b")
+
+
+def test_seconds_refuse_what_no_float_holds() -> None:
+    for bad in (10**400, math.inf, math.nan, True, "2"):
+        assert message("session_idle_timeout", bad, isinstance(bad, str)) == \
+            "must be a positive number of seconds or none"
+    assert message("tool_bounds", {"t": {"timeout": 10**400}}) == \
+        "t.timeout must be a positive number of seconds or null"
+
+
+def test_text_that_is_no_number_or_json_is_named() -> None:
+    assert message("max_sessions", "abc") == "'abc' is not a number"
+    assert message("max_request_bytes", "none") == "'none' is not a number"
+    assert message("tool_bounds", "{bad") == "'{bad' is not a JSON object"
+    assert SPECS_BY_NAME["tool_bounds"].coerce(" none ") == {}

@@ -12,7 +12,7 @@ Two ways in, both feeding :attr:`Context.principal <tornado_mcp.Context.principa
   :class:`IntrospectionVerifier`; with ``dpop=DPoP()`` it also takes DPoP-bound tokens
   (RFC 9449, :mod:`.dpop`).
 
-Scopes per tool, prompt and resource: see :mod:`.scopes`.  The walk-through is
+Scopes per tool, prompt and resource: see :mod:`..server.scopes`.  The walk-through is
 ``docs/auth.md``.
 """
 

@@ -291,7 +291,8 @@ class DPoP:
         #: The cluster's replay cache (every process refuses a proof any of them took).
         self.shared: SharedReplays | None = None
         #: Proofs checked against this process's own cache because the shared one could
-        #: not be reached.
+        #: not be reached (a cluster exports it as
+        #: ``tornado_mcp_cluster_fallbacks_total{kind="dpop_replay"}``).
         self.fallbacks = 0
 
     async def record(self, caller: str, proof: Proof) -> None:

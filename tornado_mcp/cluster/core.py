@@ -18,11 +18,13 @@ from .dpop_replay import attach as attach_dpop
 from .feed import Feed, notification_fields
 from .link import DOWN, Link, log, settle
 from .members import Members
+from .rate_limit import SharedRateLimit
 from .rate_limit import attach as attach_governance
 from .sessions import Sessions, looks_like_process_id
 from .shared import SharedConfig, parse_version
 
 if TYPE_CHECKING:
+    from ..auth.dpop import DPoP
     from ..server.session import Session
     from ..transport import Transport
     from ..transport.exchange import Exchange
@@ -95,6 +97,10 @@ class Cluster:
         self.members.on_leave = self.caps.forget
         #: Where legacy sessions live, and their hand-over (:mod:`~tornado_mcp.cluster.sessions`).
         self.sessions = Sessions(self)
+        #: The shared rate limit and the DPoP replay check, once started (their fallbacks
+        #: are in :meth:`snapshot`).
+        self.rate_limit: SharedRateLimit | None = None
+        self.dpop: DPoP | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
@@ -138,9 +144,11 @@ class Cluster:
         self.transport.options.subscribe(self.shared.on_local)
         self.server.add_relay(self)
         self.transport.cluster = self
-        attach_governance(self)  # the shared rate limit, audit process id, readiness
+        # the shared rate limit, audit process id, readiness
+        self.rate_limit = attach_governance(self)
         oauth = self.transport.oauth
-        attach_dpop(oauth.dpop if oauth is not None else None, self.link, self.namespace)
+        self.dpop = attach_dpop(oauth.dpop if oauth is not None else None, self.link,
+                                self.namespace)
         self.transport.engine.drain_hooks.append(self.sessions.drain)
         self._tasks = [asyncio.create_task(t()) for t in (
             self.link.supervise, self.feed.write_loop, self.feed.read_loop, self.members.loop,
@@ -290,9 +298,11 @@ class Cluster:
                  "reconnects": self.link.reconnects,
                  "sessions_handed_over": self.sessions.handed_over,
                  "sessions_adopted": self.sessions.taken}
+        fallbacks = {"rate_limit": self.rate_limit.fallbacks if self.rate_limit else 0,
+                     "dpop_replay": self.dpop.fallbacks if self.dpop else 0}
         return ClusterSnapshot(taken_at=time.time(), self_id=self.id,
                                connected=self.link.connected, processes=processes,
-                               totals=totals, relay=relay)
+                               totals=totals, relay=relay, fallbacks=fallbacks)
 
 
 #: :func:`cancel_and_wait` cancels again what still runs after this long.

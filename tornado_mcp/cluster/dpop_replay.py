@@ -7,8 +7,8 @@ script per DPoP request: drop what is out of its window, refuse a digest already
 refuse when the caller's share (``DPoP(replay_cache_per_caller=)``) is full, else add it.
 The set expires with its newest proof.  Timed by Redis's own clock, so every process
 agrees.  While Redis is unreachable each process checks proofs against its own cache only
-(:attr:`DPoP.fallbacks <tornado_mcp.auth.DPoP.fallbacks>` counts them), as the rate limit
-falls back to a local share: a proof could then be replayed once on another process within
+(``tornado_mcp_cluster_fallbacks_total{kind="dpop_replay"}`` counts them), as the rate
+limit falls back to a local share: a proof could then be replayed once on another process within
 its window (``iat_window + 2 * leeway``, 70 s by default).
 """
 
@@ -71,7 +71,8 @@ class RedisReplays:
         return None
 
 
-def attach(dpop: DPoP | None, link: Link, namespace: str) -> None:
-    """Share ``dpop``'s replay state through ``link`` (nothing without DPoP)."""
+def attach(dpop: DPoP | None, link: Link, namespace: str) -> DPoP | None:
+    """Share ``dpop``'s replay state through ``link`` (nothing without DPoP); returns it."""
     if dpop is not None:
         dpop.shared = RedisReplays(link, namespace)
+    return dpop

@@ -85,7 +85,8 @@ class SharedRateLimit:
         self.clock = clock
         self.prefix = f"{cluster.namespace}:rate:"
         self._take: Any = cluster.link.redis.register_script(TAKE)
-        #: Requests judged by a local share of the limit because Redis was unreachable.
+        #: Requests judged by a local share of the limit because Redis was unreachable
+        #: (``tornado_mcp_cluster_fallbacks_total{kind="rate_limit"}``).
         self.fallbacks = 0
         #: Per caller: the shared bucket's tokens when Redis last answered, and when.
         self._seen: OrderedDict[str, tuple[float, float]] = OrderedDict()
@@ -199,13 +200,14 @@ class Outage:
         return f"Redis unreachable for {down:.1f} s (past cluster_heartbeat_ttl, {ttl:g} s)"
 
 
-def attach(cluster: Member) -> None:
-    """Join the engine of ``cluster``'s transport to the cluster: the shared rate limit,
-    the process id in audit records, the readiness check."""
+def attach(cluster: Member) -> SharedRateLimit:
+    """Join the engine of ``cluster``'s transport to the cluster: the shared rate limit
+    (returned), the process id in audit records, the readiness check."""
     engine = cluster.transport.engine
-    engine.rate_limit.shared = SharedRateLimit(cluster)
+    shared = engine.rate_limit.shared = SharedRateLimit(cluster)
     engine.governance.process_id = cluster.id
     outage = Outage(cluster)
     outage.start()
     engine.readiness_checks.append(outage.not_ready)
     log.debug("process %s: rate limit shared through Redis", cluster.id)
+    return shared

@@ -12,14 +12,14 @@ task runner alike.  For one request, :meth:`Engine.dispatch`:
    its session too, whose idle timer it resets) and sets the pool where plain ``def``
    handlers run;
 4. runs the middleware chain (the per-principal rate limit, then the server's middleware,
-   then the transport's) around :meth:`_handle`: the tasks interception, the server's own
+   then the transport's) around :meth:`Engine._handle`: the tasks interception, the server's own
    ``handle``, list visibility (``hide_unauthorized``) and the tasks decorations;
 5. maps the outcome to a JSON-RPC response with :func:`error_of`, the one exception map:
    a cancelled request gets no response at all.
 
 The engine also owns the runtime state that is not HTTP: the session store, the task
 manager, the listen-stream index, the middleware chain, the sync-handler pool, the refusal
-counters, and the drain (:meth:`drain`) that lets work in flight finish at shutdown.
+counters, and the drain (:meth:`Engine.drain`) that lets work in flight finish at shutdown.
 """
 
 from __future__ import annotations

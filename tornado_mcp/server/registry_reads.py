@@ -67,15 +67,15 @@ class RegistryReads:
 
     @property
     def completion_handler(self) -> HandlerSpec | None:
-        """The :meth:`completion` handler, if one is registered."""
+        """The :meth:`~.registry.Registry.completion` handler, if one is registered."""
         return self._completion
 
     @property
     def subscribe_handler(self) -> HandlerSpec | None:
-        """The :meth:`on_subscribe` handler, if one is registered."""
+        """The :meth:`~.registry.Registry.on_subscribe` handler, if one is registered."""
         return self._subscribe
 
     @property
     def unsubscribe_handler(self) -> HandlerSpec | None:
-        """The :meth:`on_unsubscribe` handler, if one is registered."""
+        """The :meth:`~.registry.Registry.on_unsubscribe` handler, if one is registered."""
         return self._unsubscribe

@@ -31,7 +31,7 @@ MAX_SKILL_SUBSCRIPTIONS = 100
 
 
 class FileLike(Protocol):
-    """What the notices read of a skill's file (a :class:`~.skill_files.SkillFile`)."""
+    """What the notices read of a skill's file (a :class:`~.skills.SkillFile`)."""
 
     @property
     def uri(self) -> str: ...

@@ -45,8 +45,9 @@ def iso(ts: float) -> str:
 
 @dataclass
 class TaskRecord:
-    """One task.  ``owner`` scopes who may see it (see :func:`owner_key`); ``era`` is the
-    era of the call that created it (``"modern"`` or ``"legacy"``)."""
+    """One task.  ``owner`` scopes who may see it (see
+    :func:`~tornado_mcp.tasks.methods.owner_of`); ``era`` is the era of the call that
+    created it (``"modern"`` or ``"legacy"``)."""
 
     task_id: str
     owner: str

@@ -1,16 +1,17 @@
 """Where tasks are kept: the :class:`TaskStore` interface and its in-process default.
 
 A store keeps :class:`~tornado_mcp.tasks.record.TaskRecord` objects until their TTL
-elapses, and never more of them than the transport's ``max_tasks`` allows: :meth:`create`
-refuses a task past the bound instead of evicting one whose TTL still runs (a task MUST
-stay readable for its whole TTL).  Results are bounded before they reach the store (see
-``max_task_result_bytes``), so what a store holds is bounded by ``max_tasks`` times that.
+elapses, and never more of them than the transport's ``max_tasks`` allows:
+:meth:`TaskStore.create` refuses a task past the bound instead of evicting one whose TTL
+still runs (a task MUST stay readable for its whole TTL).  Results are bounded before they
+reach the store (see ``max_task_result_bytes``), so what a store holds is bounded by
+``max_tasks`` times that.
 
 Every store also keeps a *local view*: the records of the tasks this process created, which
-the transport's snapshot and the dashboard read without I/O.  :class:`MemoryTaskStore` is
-nothing but that view; :class:`~tornado_mcp.cluster.task_store.RedisTaskStore` shares
-records between processes, so a task started on one can be polled, updated and cancelled
-from another.
+the transport's snapshot and the dashboard read without I/O.  The in-process
+:class:`TaskStore` is nothing but that view;
+:class:`~tornado_mcp.cluster.task_store.RedisTaskStore` shares records between processes,
+so a task started on one can be polled, updated and cancelled from another.
 """
 
 from __future__ import annotations

@@ -15,9 +15,10 @@ The package, one concern a module:
 * :mod:`.listen`: ``subscriptions/listen`` streams.
 * :mod:`.request`: running one request in either era, and the channel a ``Context``
   uses to reach its client (notifications, server-to-client requests).
-* :mod:`.jsonrpc`, :mod:`.headers`, :mod:`.security`, :mod:`.linger`, :mod:`.snapshot`:
-  message shapes and errors, header parsing, DNS-rebinding checks, the lingering close,
-  and building a :class:`~tornado_mcp.Snapshot`.
+* :mod:`.headers`, :mod:`.security`, :mod:`.linger`, :mod:`.snapshot`: header parsing,
+  DNS-rebinding checks, the lingering close, and building a
+  :class:`~tornado_mcp.Snapshot` (message shapes and errors are the protocol's:
+  :mod:`..protocol.jsonrpc`).
 """
 
 from .core import Transport

@@ -76,9 +76,12 @@ class Transport:
         if options is not None and option_values:
             raise TypeError("pass either options= or option keywords, not both")
         self.server = server
-        #: The host app's authentication hook, and the OAuth 2.1 resource server (either
-        #: makes the endpoint authenticate; without both it costs nothing).
-        self.authenticate, self.oauth = authenticate, oauth
+        #: The host app's authentication hook: ``fn(handler)`` -> Principal or ``None``
+        #: (sync or async); see :mod:`tornado_mcp.auth`.
+        self.authenticate = authenticate
+        #: The OAuth 2.1 resource server configuration, when the endpoint takes tokens.
+        self.oauth = oauth
+        #: Whether requests are authenticated at all (else it costs nothing).
         self.authenticates = authenticate is not None or oauth is not None
         self.options = options if options is not None else TransportOptions(**option_values)
         #: The request pipeline and the runtime state that is not HTTP.
@@ -91,6 +94,7 @@ class Transport:
         self.rate_limit = engine.rate_limit
         self.middleware = engine.middleware
         self.sync_runner = engine.sync_runner
+        #: Tasks: tool calls answered with a handle the client polls.
         self.tasks = engine.tasks
         self.requests_total = 0
         self.started_at = time.time()
@@ -164,7 +168,8 @@ class Transport:
         task.add_done_callback(self._lingering.discard)
 
     @property
-    def lingering(self) -> int:  # refused connections still draining their peer's body
+    def lingering(self) -> int:
+        """Refused connections still draining their peer's body."""
         return len(self._lingering)
 
     def use(self, middleware: Middleware) -> None:
@@ -175,12 +180,16 @@ class Transport:
         self.refusals[kind] += 1
 
     @property
-    def closing(self) -> bool:  # shutting down: new requests are answered 503, Retry-After
+    def closing(self) -> bool:
+        """Shutting down: new requests are answered 503 with ``Retry-After``."""
         return self.engine.closing
 
     def host_origin_verdict(self, host_header: str | None, origin: str | None) -> str | None:
-        """The refusal message for this Host/Origin pair, or ``None`` when it is allowed:
-        the endpoint's DNS-rebinding check, for handlers mounted beside it (the dashboard)."""
+        """The refusal message for this Host/Origin pair, or ``None`` when it is allowed.
+
+        The DNS-rebinding check of the MCP endpoint, for other handlers mounted beside it
+        (the dashboard uses it) to apply the same rule.
+        """
         return self.rebinding.verdict(host_header, origin)
 
     def open_session(self, version: str, params: dict[str, Any], principal: Principal = ANONYMOUS,

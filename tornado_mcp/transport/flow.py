@@ -340,7 +340,8 @@ class RequestFlow:
 
     @property
     def allowed_methods(self) -> str:
-        """The ``Allow`` of a 405: GET and DELETE exist only where legacy sessions do."""
+        """The ``Allow`` of a 405: GET (the session stream) and DELETE (ending a session)
+        exist only where legacy sessions do."""
         t = self.transport
         return "GET, POST, DELETE" if t.serves_legacy and not t.options.stateless else "POST"
 

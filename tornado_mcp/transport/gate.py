@@ -9,7 +9,7 @@ The order: a ``Bearer`` token, when the endpoint is an OAuth resource and the re
 one, is verified and decides alone (a bad token is refused even if a cookie would pass).
 Otherwise the handler's ``get_principal()`` (by default the ``authenticate=`` hook) is
 asked; ``None`` from it is a 401.  A resource accepting DPoP (``OAuthResource(dpop=...)``)
-also takes ``Authorization: DPoP <token>`` with a proof (:mod:`.dpop_gate`); a DPoP-bound
+also takes ``Authorization: DPoP <token>`` with a proof (:mod:`..auth.dpop_gate`); a DPoP-bound
 token is never accepted as ``Bearer``.
 """
 

@@ -69,10 +69,13 @@ class MCPHandler(tornado.web.RequestHandler, RequestFlow):
         return bool(super().check_trusted_origin(origin))
 
     def prepare(self) -> Awaitable[None] | None:
-        """Checks that need no body, a refusal answered before the body is read;
-        synchronous unless the endpoint authenticates (then last, still before the body
-        is read).  A subclass overriding it calls ``super().prepare()`` and awaits what it
-        returns, as with any ``RequestHandler``."""
+        """Checks that need no body; a refusal is answered before the body is read.
+
+        Synchronous (no coroutine to create and await per request) unless the endpoint
+        authenticates: then authentication runs last, still before the body is read.  A
+        subclass overriding it calls ``super().prepare()`` and awaits what it returns, as
+        with any ``RequestHandler``.
+        """
         return self.begin()
 
     def get_principal(self) -> Principal | Awaitable[Principal | None] | None:
