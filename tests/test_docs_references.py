@@ -137,8 +137,11 @@ def all_refs() -> list[Ref]:
 
 @functools.cache
 def _python_files() -> frozenset[str]:
+    # Not under a hidden directory (.venv, .venv-py313, .peers, caches) nor node_modules:
+    # the files of installed packages are not ours.
     return frozenset(p.name for p in ROOT.rglob("*.py")
-                     if ".venv" not in p.parts and "node_modules" not in p.parts)
+                     if not any(part.startswith(".") or part == "node_modules"
+                                for part in p.relative_to(ROOT).parts[:-1]))
 
 
 def path_exists(target: str) -> bool:
