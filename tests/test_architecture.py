@@ -4,7 +4,7 @@ Read from the source with ``ast``, so these hold for every module, including one
 no other test imports.  Every import counts: module-level, function-local and
 ``if TYPE_CHECKING:`` ones alike.  When a lower layer needs an object of an upper one, it
 declares a :class:`typing.Protocol` for what it uses (as ``ClusterMember`` in
-``tornado_mcp/transport/exchange.py`` does) instead of importing the class.
+``tornado_mcp/transport/core.py`` does) instead of importing the class.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from .shared import SharedConfig, parse_version
 if TYPE_CHECKING:
     from ..server.session import Session
     from ..transport import Transport
-    from ..transport.exchange import Exchange
+    from ..transport.flow import RequestFlow
 
 #: What a client is asked to wait before retrying a session whose owner is uncertain.
 RETRY_AFTER_S = 1.0
@@ -209,7 +209,7 @@ class Cluster:
             return None
         return await self.members.lookup(owner)
 
-    async def find_session(self, h: Exchange, session_id: str,
+    async def find_session(self, h: RequestFlow, session_id: str,
                            body: bytes | None) -> Session | None:
         """For the transport, a legacy session it does not hold: adopted here, or the
         request forwarded to the process holding it, or a 503 while that cannot be

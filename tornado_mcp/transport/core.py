@@ -5,9 +5,10 @@ The engine owns what is not HTTP (sessions, listen streams, tasks, middleware, t
 sync-handler pool, the refusal counters); the transport adds what is: GET streams,
 resumable streams and their event store, linger, forwarding, authentication, and the
 :class:`~tornado_mcp.options.TransportOptions` that bound them all.  Its handlers
-(:class:`~tornado_mcp.transport.handler.MCPHandler`) serve each HTTP request through the
-methods in the "for the handlers" section (declared, with what they read, as
-:class:`~tornado_mcp.transport.exchange.Endpoint`) and never touch its private state.
+(:class:`~tornado_mcp.transport.handler.MCPHandler` and the fast path's
+:class:`~tornado_mcp.transport.fast.FastExchange`, both a
+:class:`~tornado_mcp.transport.flow.RequestFlow`) serve each HTTP request through the
+methods in the "for the handlers" section and never touch its private state.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import tornado.web
 from tornado.ioloop import IOLoop, PeriodicCallback
@@ -27,7 +28,7 @@ from ..auth.resource import OAuthResource
 from ..engine.engine import Engine
 from ..engine.listen_index import LIST_CHANGED, StreamChannel, change_key
 from ..engine.middleware import Middleware
-from ..introspection import AuditRecord, Snapshot
+from ..introspection import AuditRecord, ClusterSnapshot, Snapshot
 from ..options import TransportOptions
 from ..protocol import LEGACY_VERSIONS, MODERN_VERSIONS, Refusal, jsonio
 from ..protocol.identity import ANONYMOUS, Principal
@@ -38,8 +39,8 @@ from ..tasks.store import TaskStore
 from .auth import ProtectedResourceMetadataHandler
 from .body_deadline import BodyDeadlines
 from .event_store import EventStore, MemoryEventStore
-from .exchange import Authenticate, ClusterMember, Exchange
 from .fast import FastRoute
+from .gate import Authenticate
 from .handler import MCPHandler
 from .health import probe_routes
 from .linger import linger_close
@@ -47,8 +48,31 @@ from .resume import Resumption
 from .security import RebindingGuard
 from .snapshot import take_snapshot
 
+if TYPE_CHECKING:
+    from .flow import RequestFlow
+
 #: How often idle sessions are looked for, in milliseconds.
 REAP_INTERVAL_MS = 5000
+
+
+class ClusterMember(Protocol):
+    """What a transport asks of the cluster it belongs to: a Protocol because the cluster
+    (:class:`tornado_mcp.cluster.Cluster`, a layer above) sets itself here, and the
+    transport may not import it."""
+
+    session_prefix: str
+
+    async def find_session(self, h: RequestFlow, session_id: str,
+                           body: bytes | None) -> Session | None: ...
+
+    async def reserve(self, kind: str) -> bool: ...
+
+    def remote_count(self, kind: str) -> int: ...
+
+    def admitted(self) -> None: ...
+
+    def snapshot(self) -> ClusterSnapshot:
+        """The cluster's public view (the dashboard shows it)."""
 
 
 class Transport:
@@ -103,7 +127,7 @@ class Transport:
         self._loop: IOLoop | None = None
         self._loop_thread: int | None = None
         self._reaper: PeriodicCallback | None = None
-        self._handlers: set[Exchange] = set()
+        self._handlers: set[RequestFlow] = set()
         #: Request bodies still arriving, held to ``body_timeout``.
         self.bodies = BodyDeadlines()
         self._lingering: set[asyncio.Future[None]] = set()
@@ -144,14 +168,14 @@ class Transport:
         app.add_handlers(host_pattern, self.routes(path, handler, fast=fast))
 
     # -- for the handlers --------------------------------------------------------------------
-    def attach(self, handler: Exchange) -> None:
+    def attach(self, handler: RequestFlow) -> None:
         """A request has started: bind to its IOLoop (the first time) and track it, so
         :meth:`close` can cancel it."""
         if self._loop is None:
             self._start()
         self._handlers.add(handler)
 
-    def detach(self, handler: Exchange) -> None:
+    def detach(self, handler: RequestFlow) -> None:
         """The request is over, or no longer ours to cancel (its body deadline, if it had
         one, is its own to let go of: :meth:`BodyDeadlines.complete`)."""
         self._handlers.discard(handler)

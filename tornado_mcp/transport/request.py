@@ -27,7 +27,8 @@ from . import wire
 from .resume import retry_ms
 
 if TYPE_CHECKING:
-    from .exchange import Exchange, RequestStreamLike, ResumableStreamLike
+    from .flow import RequestFlow
+    from .resume import ResumableStream
 
 log = logging.getLogger("tornado_mcp.transport")
 
@@ -42,13 +43,13 @@ class RequestStream(HoldsContext):
 
     __slots__ = ("handler", "json_only", "notifications", "resumable")
 
-    def __init__(self, handler: Exchange) -> None:
+    def __init__(self, handler: RequestFlow) -> None:
         super().__init__()
         self.handler = handler
         self.json_only = False
         self.notifications = 0
         #: This request's stream, once it opened as a resumable one.
-        self.resumable: ResumableStreamLike | None = None
+        self.resumable: ResumableStream | None = None
 
     def cancel(self) -> None:
         ctx = self.ctx
@@ -70,7 +71,7 @@ class RequestStream(HoldsContext):
         self.handler.drop_channel()
         self.cancel()
 
-    def _resumable(self) -> ResumableStreamLike | None:
+    def _resumable(self) -> ResumableStream | None:
         """This request's resumable stream, opening (and priming) it when the transport
         and the session allow one."""
         if self.resumable is not None:
@@ -164,7 +165,7 @@ class RequestStream(HoldsContext):
             session.notify_resources_updated(uri)
 
 
-async def run_request(h: Exchange, message: dict[str, Any], session: Session | None,
+async def run_request(h: RequestFlow, message: dict[str, Any], session: Session | None,
                       json_only: bool, envelope: dict[str, Any] | None = None) -> None:
     """Dispatch ``message`` and write its response.
 
@@ -215,7 +216,7 @@ async def run_request(h: Exchange, message: dict[str, Any], session: Session | N
         h.send_sse(response)
 
 
-async def dispatch(stream: RequestStreamLike, message: dict[str, Any], session: Session | None,
+async def dispatch(stream: RequestStream, message: dict[str, Any], session: Session | None,
                    envelope: dict[str, Any] | None) -> dict[str, Any] | None:
     """The server's JSON-RPC response to ``message``, or ``None`` when it was cancelled:
     the engine's one pipeline, with this HTTP request's caller and facts (a refusal is

@@ -11,10 +11,10 @@ from ..protocol.identity import Principal
 
 if TYPE_CHECKING:
     from ..engine.audit import AuditTrail
-    from .exchange import Endpoint
+    from .core import Transport
 
 
-def take_snapshot(t: Endpoint, sessions: bool, streams: bool, stream_uris: bool) -> Snapshot:
+def take_snapshot(t: Transport, sessions: bool, streams: bool, stream_uris: bool) -> Snapshot:
     now_wall, now_mono = time.time(), time.monotonic()
     session_rows = []
     s_bytes = s_values = in_flight = get_streams = 0
