@@ -48,7 +48,7 @@ from .members import LOOKUP_TIMEOUT
 if TYPE_CHECKING:
     from ..transport import Transport
     from ..transport.flow import RequestFlow
-    from .member import Member
+    from .core import Cluster
 
 log = logging.getLogger("tornado_mcp.cluster")
 
@@ -86,7 +86,7 @@ def retry(message: str = UNCONFIRMED) -> Reply:
 class Sessions:
     """One process's part in keeping legacy sessions alive across the cluster."""
 
-    def __init__(self, cluster: Member) -> None:
+    def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
         self.link = cluster.link
         self.members = cluster.members

@@ -71,7 +71,8 @@ RETRY_AFTER_SHUTDOWN_S = 5
 class Channel(RequestChannel, Protocol):
     """What the engine needs of a transport's way back to the client, beyond the
     :class:`~tornado_mcp.server.context.RequestChannel` a ``Context`` uses: a slot for the
-    request's context."""
+    request's context.  Implemented in the transports above (an HTTP request's
+    ``RequestStream``, a stdio request's channel)."""
 
     ctx: Context | None
 

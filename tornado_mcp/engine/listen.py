@@ -32,8 +32,9 @@ from ..protocol.errors import MCPError, Refused
 from ..protocol.identity import Principal
 from ..protocol.jsonrpc import valid_id
 from ..protocol.shapes import SUBSCRIPTION_FILTER, load
+from ..server.channels import StreamChannel
 from ..tasks.methods import principal_owner
-from .listen_index import ListenStream, StreamChannel
+from .listen_index import ListenStream
 from .task_watch import task_ids
 
 if TYPE_CHECKING:

@@ -54,7 +54,8 @@ if TYPE_CHECKING:
 
 
 class SharedBuckets(Protocol):
-    """Buckets kept elsewhere (a cluster's Redis: :mod:`tornado_mcp.cluster.rate_limit`)."""
+    """Buckets kept elsewhere (a cluster's Redis: :mod:`tornado_mcp.cluster.rate_limit`):
+    a Protocol because the cluster, a layer above, sets itself here."""
 
     async def take(self, key: str, local: RateLimit) -> float | None: ...
 

@@ -88,7 +88,9 @@ METHOD_CAPABILITY: dict[str, tuple[str, str | None]] = {
 
 
 class NotificationSink(Protocol):
-    """Where a server's notifications go: each transport serving it registers one."""
+    """Where a server's notifications go: each transport serving it registers one (the
+    HTTP ``Transport``, a stdio connection), and a cluster one as its relay; all of them
+    in the layers above."""
 
     def publish(self, method: str, params: dict[str, Any] | None) -> None: ...
 

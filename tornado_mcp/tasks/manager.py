@@ -55,7 +55,8 @@ _NO_STREAM = "A task has no stream to the client: return InputRequired to ask fo
 
 
 class TaskHost(Protocol):
-    """What the task manager needs of the engine that owns it."""
+    """What the task manager needs of the engine that owns it: a Protocol because the
+    engine imports the tasks package, never the reverse."""
 
     @property
     def server(self) -> Server: ...

@@ -26,13 +26,13 @@ from tornado.iostream import IOStream
 
 from ..auth.resource import OAuthResource
 from ..engine.engine import Engine
-from ..engine.listen_index import LIST_CHANGED, StreamChannel, change_key
+from ..engine.listen_index import LIST_CHANGED, change_key
 from ..engine.middleware import Middleware
 from ..introspection import AuditRecord, ClusterSnapshot, Snapshot
 from ..options import TransportOptions
 from ..protocol import LEGACY_VERSIONS, MODERN_VERSIONS, Refusal, jsonio
 from ..protocol.identity import ANONYMOUS, Principal
-from ..server.channels import SessionStream
+from ..server.channels import StreamChannel
 from ..server.server import Server
 from ..server.session import Session
 from ..tasks.store import TaskStore
@@ -333,7 +333,7 @@ class Transport:
             self._reaper.stop()
             self._reaper = None
         self.bodies.stop()
-        channels: list[StreamChannel | SessionStream] = []
+        channels: list[StreamChannel] = []
         for stream in self.hub:
             self.hub.remove(stream)
             stream.channel.close(stream.final_result())
