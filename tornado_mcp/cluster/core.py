@@ -242,7 +242,8 @@ class Cluster:
         await self.caps.loop(self.members.interval)
 
     def _held(self, kind: str) -> int:
-        return len(self.transport.sessions) if kind == "sessions" else len(self.transport.hub)
+        held = self.transport.sessions if kind == "sessions" else self.transport.listen_index
+        return len(held)
 
     def _cap(self, kind: str) -> int | None:
         opts = self.transport.options
@@ -273,7 +274,7 @@ class Cluster:
         self._counts_due = False
         t = self.transport
         self.feed.push({"k": "c", "t": repr(time.time()), "ss": len(t.sessions),
-                        "ls": len(t.hub)})
+                        "ls": len(t.listen_index)})
 
     # -- introspection ------------------------------------------------------------------------
     def snapshot(self) -> ClusterSnapshot:

@@ -56,7 +56,7 @@ from ..tasks.store import TaskStore
 from ..tasks.support import support_of
 from .governance import GOVERNED, Governance
 from .lifecycle import Lifecycle
-from .listen_index import NotificationHub
+from .listen_index import ListenIndex
 from .middleware import Chain, Middleware, RateLimit
 from .task_watch import Watchers
 
@@ -108,7 +108,7 @@ class Engine:
             lambda: _less(options.max_sessions, self.remote_count("sessions")),
             lambda: options.session_idle_timeout, self.lifecycle.session_removed)
         #: Acknowledged ``subscriptions/listen`` streams, indexed by what they watch.
-        self.hub = NotificationHub()
+        self.listen_index = ListenIndex()
         #: The per-principal rate limit (idle while ``rate_limit_per_principal`` is None).
         self.rate_limit = RateLimit(options)
         self.middleware = Chain(self.rate_limit, middleware, server.middleware)

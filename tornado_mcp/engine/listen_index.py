@@ -1,4 +1,4 @@
-"""The notification hub: which ``subscriptions/listen`` streams want which notification.
+"""The listen index: which ``subscriptions/listen`` streams want which notification.
 
 Matching costs the same however many URIs a stream named: list-changed kinds and resource
 URIs are both indexed (kind -> streams, URI -> streams), so a ``resources/updated`` looks
@@ -9,7 +9,7 @@ each stream's bounded channel (an SSE response over HTTP, the pipe over stdio: a
 a channel is handed is one encoded JSON-RPC message; each channel frames it for its wire
 (an SSE event, a line).
 
-A stream enters the hub only after its acknowledgement is queued, so no notification can
+A stream enters the index only after its acknowledgement is queued, so no notification can
 ever precede the acknowledgement.
 """
 
@@ -87,8 +87,9 @@ def _frame_parts(method: str, params: dict[str, Any] | None) -> tuple[bytes, byt
     return head, tail
 
 
-class NotificationHub:
-    """Listen streams and the indexes that match notifications to them."""
+class ListenIndex:
+    """The acknowledged listen streams, indexed by the list-changed flags and the resource
+    URIs they asked for, so a notification finds its streams in one lookup."""
 
     def __init__(self) -> None:
         self._streams: dict[str, ListenStream] = {}

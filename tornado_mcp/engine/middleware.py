@@ -59,8 +59,8 @@ class SharedBuckets(Protocol):
 
     async def take(self, key: str, local: RateLimit) -> float | None: ...
 
-#: What the chain ends in: the server's ``handle(method, params, ctx)``.
-Endpoint = Callable[[str, dict[str, Any], "Context"], Awaitable[dict[str, Any]]]
+#: What the chain ends in: the request's handling, ``handle(method, params, ctx)``.
+Handle = Callable[[str, dict[str, Any], "Context"], Awaitable[dict[str, Any]]]
 
 #: Callers a :class:`RateLimit` keeps a bucket for at most.  A new caller past it takes the
 #: place of a bucket that has refilled completely (a full bucket is the same as a new one,
@@ -116,12 +116,12 @@ class Chain:
         return bool(self.user) or bool(self.shared) \
             or options.rate_limit_per_principal is not None
 
-    async def run(self, ctx: Context, endpoint: Endpoint) -> dict[str, Any]:
+    async def run(self, ctx: Context, handle: Handle) -> dict[str, Any]:
         links: list[Middleware] = [self.rate_limit, *self.shared, *self.user]
 
         async def step(i: int) -> dict[str, Any]:
             if i == len(links):
-                return await endpoint(ctx.method, ctx.params, ctx)
+                return await handle(ctx.method, ctx.params, ctx)
             return await links[i](ctx, lambda: step(i + 1))
 
         return await step(0)

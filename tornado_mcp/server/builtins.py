@@ -328,7 +328,7 @@ async def read_resource(server: Host, params: dict[str, Any], ctx: Context) -> d
     return result
 
 
-async def subscribe_op(server: Host, params: dict[str, Any], ctx: Context,
+async def change_subscription(server: Host, params: dict[str, Any], ctx: Context,
                         handler: HandlerSpec | None, subscribing: bool) -> dict[str, Any]:
     if not isinstance(params.get("uri"), str):
         raise MCPError(INVALID_PARAMS, "Invalid params", "Missing or invalid uri")
@@ -345,20 +345,20 @@ async def subscribe_op(server: Host, params: dict[str, Any], ctx: Context,
     return {}
 
 
-async def subscribe_m(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+async def subscribe(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
     _refuse_without_session(ctx)
     tracker = _tracker_for(server, params, ctx)
     if tracker is not None and ctx.session is not None:
         tracker.subscribe(ctx.session, params["uri"])  # bounded: -32602 over it
-    return await subscribe_op(server, params, ctx, server.subscribe_handler, True)
+    return await change_subscription(server, params, ctx, server.subscribe_handler, True)
 
 
-async def unsubscribe_m(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+async def unsubscribe(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
     _refuse_without_session(ctx)
     tracker = _tracker_for(server, params, ctx)
     if tracker is not None and ctx.session is not None:
         tracker.unsubscribe(ctx.session, params["uri"])
-    return await subscribe_op(server, params, ctx, server.unsubscribe_handler, False)
+    return await change_subscription(server, params, ctx, server.unsubscribe_handler, False)
 
 
 def _tracker_for(server: Host, params: dict[str, Any], ctx: Context) -> SubscriptionTracker | None:
@@ -457,8 +457,8 @@ BUILTIN: dict[str, Method] = {
     RESOURCES_LIST: list_resources,
     RESOURCES_TEMPLATES_LIST: list_templates,
     RESOURCES_READ: read_resource,
-    RESOURCES_SUBSCRIBE: subscribe_m,
-    RESOURCES_UNSUBSCRIBE: unsubscribe_m,
+    RESOURCES_SUBSCRIBE: subscribe,
+    RESOURCES_UNSUBSCRIBE: unsubscribe,
     PROMPTS_LIST: list_prompts,
     PROMPTS_GET: get_prompt,
     COMPLETION_COMPLETE: complete,

@@ -186,7 +186,7 @@ class StdioConnection:
         """Server-wide notifications, from any thread: to the listen streams that asked,
         and list changes to the legacy session too (as its GET stream would get them)."""
         def deliver() -> None:
-            self.engine.hub.publish(method, params)
+            self.engine.listen_index.publish(method, params)
             if self.session is not None and method in LIST_CHANGED:
                 message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
                 if params:

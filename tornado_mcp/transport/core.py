@@ -109,7 +109,7 @@ class Transport:
         self.engine = engine = Engine(server, self.options, middleware=middleware,
                                       task_store=task_store, remote_count=self.remote_count,
                                       on_session_removed=self._session_removed)
-        self.hub = engine.hub
+        self.listen_index = engine.listen_index
         self.sessions = engine.sessions
         self.refusals: Counter[str] = engine.refusals
         self.rate_limit = engine.rate_limit
@@ -268,7 +268,7 @@ class Transport:
         self._on_loop(lambda: self._publish_now(method, params))
 
     def _publish_now(self, method: str, params: dict[str, Any] | None) -> int:
-        delivered = self.hub.publish(method, params)
+        delivered = self.listen_index.publish(method, params)
         if method in LIST_CHANGED:
             data = jsonio.dumps({"jsonrpc": "2.0", "method": method,
                                  **({"params": params} if params else {})})
@@ -308,10 +308,10 @@ class Transport:
 
     async def close_stream(self, stream_id: str) -> bool:
         """Close one listen stream gracefully: it receives its final result first."""
-        stream = self.hub.get(stream_id)
+        stream = self.listen_index.get(stream_id)
         if stream is None:
             return False
-        self.hub.remove(stream)
+        self.listen_index.remove(stream)
         stream.channel.close(stream.final_result())
         try:
             await asyncio.wait_for(asyncio.shield(stream.channel.done), 5.0)
@@ -334,8 +334,8 @@ class Transport:
             self._reaper = None
         self.bodies.stop()
         channels: list[StreamChannel] = []
-        for stream in self.hub:
-            self.hub.remove(stream)
+        for stream in self.listen_index:
+            self.listen_index.remove(stream)
             stream.channel.close(stream.final_result())
             channels.append(stream.channel)
         for session in self.sessions:

@@ -41,11 +41,12 @@ class RequestStream(HoldsContext):
     the session's GET stream once the response is complete.
     """
 
-    __slots__ = ("handler", "json_only", "notifications", "resumable")
+    __slots__ = ("exchange", "json_only", "notifications", "resumable")
 
-    def __init__(self, handler: RequestFlow) -> None:
+    def __init__(self, exchange: RequestFlow) -> None:
         super().__init__()
-        self.handler = handler
+        #: The HTTP request this is the way back of.
+        self.exchange = exchange
         self.json_only = False
         self.notifications = 0
         #: This request's stream, once it opened as a resumable one.
@@ -65,10 +66,10 @@ class RequestStream(HoldsContext):
         handler is cancelled and the stream freed at once.
         """
         if self.resumable is not None:
-            self.resumable.detach(self.handler.channel)
-            self.handler.drop_channel()
+            self.resumable.detach(self.exchange.channel)
+            self.exchange.drop_channel()
             return
-        self.handler.drop_channel()
+        self.exchange.drop_channel()
         self.cancel()
 
     def _resumable(self) -> ResumableStream | None:
@@ -76,7 +77,7 @@ class RequestStream(HoldsContext):
         and the session allow one."""
         if self.resumable is not None:
             return self.resumable
-        h = self.handler
+        h = self.exchange
         ctx = self.ctx
         resumption = h.transport.resumption
         if self.json_only or h.done or h.channel is not None or ctx is None \
@@ -90,7 +91,7 @@ class RequestStream(HoldsContext):
     def close_stream(self) -> bool:
         """Close the connection of a resumable stream (the client polls to resume)."""
         rs = self._resumable()
-        return rs is not None and rs.close_connection(retry_ms(self.handler.transport))
+        return rs is not None and rs.close_connection(retry_ms(self.exchange.transport))
 
     def emit(self, message: dict[str, Any]) -> bool:
         if worker_loop() is not None:  # from a plain handler's thread: on the loop
@@ -98,7 +99,7 @@ class RequestStream(HoldsContext):
         rs = self._resumable()
         if rs is not None:
             return rs.send(message)
-        h = self.handler
+        h = self.exchange
         if self.json_only or h.done:
             return False
         if self.ctx is not None and self.ctx.modern:
@@ -116,7 +117,7 @@ class RequestStream(HoldsContext):
         """Why a server-to-client request cannot be sent for this request, or ``None``."""
         if not self.json_only:
             return None
-        if self.handler.transport.options.json_response:
+        if self.exchange.transport.options.json_response:
             return ("JSON response mode does not support server-to-client requests "
                     "(sampling, elicitation, roots): the response is one JSON body; serve "
                     "this endpoint with json_response=False, or let the client use 2026-07-28")
@@ -143,7 +144,7 @@ class RequestStream(HoldsContext):
             session.pending.pop(request_id, None)
             raise MCPError(INTERNAL_ERROR, f"No active stream for {method} request")
         wait = timeout if timeout is not None else \
-            self.handler.transport.options.server_to_client_request_timeout
+            self.exchange.transport.options.server_to_client_request_timeout
         return await client_result(fut, request_id, method, wait, self.emit,
                                    lambda: session.pending.pop(request_id, None))
 
@@ -153,7 +154,7 @@ class RequestStream(HoldsContext):
         request's own stream."""
         if worker_loop() is not None:
             return call_on_loop(self.notify_resources_updated, uri)
-        server = self.handler.transport.server
+        server = self.exchange.transport.server
         server.notify_resources_updated(uri)
         ctx = self.ctx
         session = ctx.session if ctx is not None else None
@@ -221,7 +222,7 @@ async def dispatch(stream: RequestStream, message: dict[str, Any], session: Sess
     """The server's JSON-RPC response to ``message``, or ``None`` when it was cancelled:
     the engine's one pipeline, with this HTTP request's caller and facts (a refusal is
     raised, as :meth:`Engine.dispatch <tornado_mcp.engine.engine.Engine.dispatch>` does)."""
-    h = stream.handler
+    h = stream.exchange
     return await h.transport.engine.dispatch(message, stream, session=session,
                                              envelope=envelope, principal=h.principal,
                                              facts=h.request)
