@@ -25,7 +25,7 @@ from prometheus_client import CollectorRegistry
 from tornado.web import RequestHandler, StaticFileHandler
 
 from tornado_mcp.introspection import AuditRecord, ClusterSnapshot, Snapshot
-from tornado_mcp.options import TransportOptions
+from tornado_mcp.options import Options
 
 if TYPE_CHECKING:
     from tornado_mcp.authserver import SignIn
@@ -54,7 +54,7 @@ class TransportLike(Protocol):
     surface.py`` mounts the dashboard on a stand-in with these members and nothing else)."""
 
     @property
-    def options(self) -> TransportOptions: ...
+    def options(self) -> Options: ...
 
     def snapshot(
         self, sessions: bool = True, streams: bool = True, stream_uris: bool = False

@@ -17,7 +17,7 @@ See ``docs/getting-started.md`` for the tour and ``docs/options.md`` for every l
 """
 
 from .introspection import AuditTotals, SessionInfo, Snapshot, StreamInfo, TaskTotals, Totals
-from .options import OptionError, TransportOptions
+from .options import OptionError, Options
 from .protocol.errors import MCPError, MissingClientCapability, ResourceNotFound, ToolError
 from .protocol.identity import ANONYMOUS, Principal
 from .schema.from_types import Arg
@@ -43,6 +43,7 @@ __all__ = [
     "MCPHandler",
     "MissingClientCapability",
     "OptionError",
+    "Options",
     "Principal",
     "PromptArgument",
     "RequestStateCodec",
@@ -56,7 +57,6 @@ __all__ = [
     "ToolError",
     "Totals",
     "Transport",
-    "TransportOptions",
     "audio",
     "elicitation",
     "embedded_resource",

@@ -37,7 +37,7 @@ from ..issuer.keys import KeyRing
 from ..issuer.policy import Policy, is_loopback
 from ..issuer.server import Issuer
 from ..issuer.store import IssuerStore, MemoryStore
-from ..options import TransportOptions
+from ..options import Options
 from ..protocol import Refusal
 from .handlers import (
     JWKSHandler,
@@ -111,7 +111,7 @@ class SignIn:
         #: Store outages are logged, one line a minute.
         self.outage = Throttled(logging.getLogger("tornado_mcp.authserver"))
         self._count: Callable[[Refusal], None] = self._count_here
-        options = TransportOptions()
+        options = Options()
         offered = dict(scopes) if isinstance(scopes, Mapping) else dict.fromkeys(scopes, "")
         endpoint = self.base_url + prefix
         urls = {name: f"{endpoint}/{name}" for name in

@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
-from ..options import TransportOptions
+from ..options import Options
 from ..protocol import (
     INVALID_REQUEST,
     PING,
@@ -93,7 +93,7 @@ class Engine:
     session that ended (its streams).
     """
 
-    def __init__(self, server: Server, options: TransportOptions, *,
+    def __init__(self, server: Server, options: Options, *,
                  middleware: Sequence[Middleware] = (), task_store: TaskStore | None = None,
                  remote_count: Callable[[str], int] | None = None,
                  on_session_removed: Callable[[Session], None] | None = None) -> None:

@@ -49,7 +49,7 @@ from ..server.sync_handlers import SyncRunner
 from .audit import TRACE_ID, AuditTrail, bounded, bounded_id, digest, kept_arguments
 
 if TYPE_CHECKING:
-    from ..options import TransportOptions
+    from ..options import Options
     from ..server.context import Context
     from ..server.server import Server
 
@@ -142,7 +142,7 @@ def _nothing() -> None:
 class Governance:
     """One engine's call bounds, statistics and audit trail; see the module docstring."""
 
-    def __init__(self, server: Server, options: TransportOptions,
+    def __init__(self, server: Server, options: Options,
                  sync_runner: SyncRunner) -> None:
         self.server, self.options, self.sync_runner = server, options, sync_runner
         self.targets: dict[tuple[str, str], TargetStats] = {}

@@ -49,7 +49,7 @@ from ..server.server import CallNext as CallNext
 from ..server.server import Middleware as Middleware
 
 if TYPE_CHECKING:
-    from ..options import TransportOptions
+    from ..options import Options
     from ..server.context import Context
 
 
@@ -111,7 +111,7 @@ class Chain:
         #: The server's middleware (a live view: ``server.use`` after this is seen).
         self.shared = shared
 
-    def active(self, options: TransportOptions) -> bool:
+    def active(self, options: Options) -> bool:
         """Whether a request must go through the chain at all."""
         return bool(self.user) or bool(self.shared) \
             or options.rate_limit_per_principal is not None
@@ -142,7 +142,7 @@ class RateLimit:
     #: Where the buckets live instead of here (a cluster's Redis), or None.
     shared: SharedBuckets | None = None
 
-    def __init__(self, options: TransportOptions,
+    def __init__(self, options: Options,
                  max_buckets: int = MAX_RATE_BUCKETS,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.options = options

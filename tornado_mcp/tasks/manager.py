@@ -44,7 +44,7 @@ from .store import TaskStore
 from .support import RunAsTask, tool_result
 
 if TYPE_CHECKING:
-    from ..options import TransportOptions
+    from ..options import Options
     from ..server.server import Server
     from ..server.session import Session
 
@@ -62,7 +62,7 @@ class TaskHost(Protocol):
     def server(self) -> Server: ...
 
     @property
-    def options(self) -> TransportOptions: ...
+    def options(self) -> Options: ...
 
     def count_refusal(self, kind: Refusal) -> None: ...
 

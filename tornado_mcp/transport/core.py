@@ -4,7 +4,7 @@
 The engine owns what is not HTTP (sessions, listen streams, tasks, middleware, the
 sync-handler pool, the refusal counters); the transport adds what is: GET streams,
 resumable streams and their event store, linger, forwarding, authentication, and the
-:class:`~tornado_mcp.options.TransportOptions` that bound them all.  Its handlers
+:class:`~tornado_mcp.options.Options` that bound them all.  Its handlers
 (:class:`~tornado_mcp.transport.handler.MCPHandler` and the fast path's
 :class:`~tornado_mcp.transport.fast.FastExchange`, both a
 :class:`~tornado_mcp.transport.flow.RequestFlow`) serve each HTTP request through the
@@ -29,7 +29,7 @@ from ..engine.engine import Engine
 from ..engine.listen_index import LIST_CHANGED, change_key
 from ..engine.middleware import Middleware
 from ..introspection import AuditRecord, ClusterSnapshot, Snapshot
-from ..options import TransportOptions
+from ..options import Options
 from ..protocol import LEGACY_VERSIONS, MODERN_VERSIONS, Refusal, jsonio
 from ..protocol.identity import ANONYMOUS, Principal
 from ..server.channels import StreamChannel
@@ -82,7 +82,7 @@ class Transport:
         transport = Transport(server, max_sessions=1000)
         app = tornado.web.Application([*transport.routes("/mcp"), ...])
 
-    Keyword arguments are :class:`~tornado_mcp.options.TransportOptions` (or pass
+    Keyword arguments are :class:`~tornado_mcp.options.Options` (or pass
     ``options=``); ``event_store`` keeps the events of resumable streams (a bounded
     :class:`~tornado_mcp.transport.event_store.MemoryEventStore` unless given); ``middleware`` runs
     around every request (:mod:`tornado_mcp.engine.middleware`); ``task_store`` is where tasks
@@ -93,7 +93,7 @@ class Transport:
     called from other threads.
     """
 
-    def __init__(self, server: Server, options: TransportOptions | None = None, *,
+    def __init__(self, server: Server, options: Options | None = None, *,
                  event_store: EventStore | None = None, middleware: Sequence[Middleware] = (),
                  task_store: TaskStore | None = None, authenticate: Authenticate | None = None,
                  oauth: OAuthResource | None = None, **option_values: Any) -> None:
@@ -104,7 +104,7 @@ class Transport:
         #: makes the endpoint authenticate; without both it costs nothing).
         self.authenticate, self.oauth = authenticate, oauth
         self.authenticates = authenticate is not None or oauth is not None
-        self.options = options if options is not None else TransportOptions(**option_values)
+        self.options = options if options is not None else Options(**option_values)
         #: The request pipeline and the runtime state that is not HTTP.
         self.engine = engine = Engine(server, self.options, middleware=middleware,
                                       task_store=task_store, remote_count=self.remote_count,
