@@ -24,6 +24,7 @@ from .schema.from_types import Arg
 from .server.context import Context
 from .server.input import ElicitationSchemaError, InputRequired, elicitation, roots, sampling
 from .server.primitives import PromptArgument
+from .server.registry import Registry
 from .server.request_state import RequestStateCodec
 from .server.results import audio, embedded_resource, image, resource_link, text
 from .server.server import Server
@@ -46,6 +47,7 @@ __all__ = [
     "Options",
     "Principal",
     "PromptArgument",
+    "Registry",
     "RequestStateCodec",
     "ResourceNotFound",
     "Server",

@@ -156,7 +156,7 @@ def test_a_bad_view_is_refused(kwargs: dict[str, Any], message: str) -> None:
     uri = kwargs.pop("uri", "ui://v/x")
     with pytest.raises(AppError, match=message):
         server.app(uri, HTML, **kwargs)
-    assert server._resources == {} and "extensions" not in server.capabilities
+    assert server.registry.resources == {} and "extensions" not in server.capabilities
 
 
 def test_a_view_over_a_plain_resource_is_refused() -> None:
@@ -198,4 +198,4 @@ def test_views_per_server_at_and_over_the_limit(monkeypatch: pytest.MonkeyPatch)
     server.app("ui://v/2", HTML)
     with pytest.raises(AppError, match="at most 2 views"):
         server.app("ui://v/3", HTML)
-    assert sorted(server._resources) == ["ui://v/1", "ui://v/2"]
+    assert sorted(server.registry.resources) == ["ui://v/1", "ui://v/2"]

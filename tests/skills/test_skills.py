@@ -224,7 +224,7 @@ def test_directory_read_is_not_offered_when_turned_off() -> None:
     server.skills.directory_read = False
     server.add_skill("one", skill_md("one"))
     assert server.capabilities["extensions"][SKILLS_EXTENSION] == {}
-    methods = server._methods  # the methods the extension installed
+    methods = server.registry.methods  # the methods the extension installed
     assert "resources/directory/read" not in methods
     assert "skills/list" in methods and "skills/get" in methods
 

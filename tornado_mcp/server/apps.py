@@ -7,7 +7,7 @@ SEP-1865).
     @server.tool(ui="ui://weather/dashboard")
     def weather(city: str) -> Forecast: ...
 
-:meth:`Registry.app <tornado_mcp.server.registry.Registry.app>` registers the view: a
+:meth:`Server.app <tornado_mcp.Server.app>` registers the view: a
 ``ui://`` resource served as ``text/html;profile=mcp-app``, with its ``_meta.ui``
 (``csp``, ``permissions``, ``domain``, ``prefersBorder``) on the listing and on every read.
 ``ui=`` on a tool sets its ``_meta.ui``: a registered view's URI, or the whole
@@ -140,11 +140,11 @@ class AppViews:
             raise AppError(f"{view.uri}: the server serves at most {MAX_VIEWS} views")
         if isinstance(view.html, str):
             check_size(view.uri, view.html)
-        if self.server.get_resource(view.uri) is not None and view.uri not in self.views:
+        if self.server.registry.get_resource(view.uri) is not None and view.uri not in self.views:
             raise AppError(f"{view.uri} is already registered as a plain resource")
         self.views[view.uri] = view
-        if not self.server.declares_extension(UI_EXTENSION):
-            self.server.declare_extension(UI_EXTENSION)
+        if not self.server.registry.declares_extension(UI_EXTENSION):
+            self.server.registry.declare_extension(UI_EXTENSION)
 
     def tool_meta(self, ui: str | dict[str, Any], meta: dict[str, Any] | None
                   ) -> dict[str, Any]:

@@ -49,7 +49,7 @@ from ..protocol.shapes import (
 from .context import Context
 from .contract import ArgumentError, HandlerSpec, OutputError, tool_result
 from .input import INPUT_KIND_CAPABILITY, MAX_INPUT_ROUNDS, InputRequired
-from .primitives import Prompt, Resource, ResourceTemplate, Tool
+from .registry import Registry
 from .results import contents_result, prompt_result, text
 from .scopes import unknown_reference
 from .subscriptions import SubscriptionTracker
@@ -65,8 +65,11 @@ MAX_COMPLETION_VALUES = 100
 
 class Host(Protocol):
     """What the built-in methods read of their server (a :class:`~tornado_mcp.Server`):
-    its identity and listing policy, and the read API of its
-    :class:`~tornado_mcp.server.registry.Registry`."""
+    its registry, its identity and listing policy, the legacy subscriptions it tracks, and
+    the extensions that add to its lists."""
+
+    @property
+    def registry(self) -> Registry: ...
 
     @property
     def page_size(self) -> int | None: ...
@@ -82,38 +85,14 @@ class Host(Protocol):
     def discover_result(self, served: Iterable[str], listen_served: bool
                         ) -> dict[str, Any]: ...
 
-    def listing(self, kind: str, items: Iterable[Any] | None = None
-                ) -> list[dict[str, Any]]: ...
-
-    def primitives(self, kind: str) -> Iterable[Any]: ...
+    @property
+    def subscriptions(self) -> SubscriptionTracker | None: ...
 
     @property
     def app_views(self) -> AppViews | None: ...
 
     @property
     def skill_catalog(self) -> SkillCatalog | None: ...
-
-    def get_tool(self, name: str) -> Tool | None: ...
-
-    def get_prompt(self, name: str) -> Prompt | None: ...
-
-    def get_resource(self, uri: str) -> Resource | None: ...
-
-    def match_template(self, uri: str) -> tuple[ResourceTemplate, dict[str, str]] | None: ...
-
-    def get_template(self, uri_template: str) -> ResourceTemplate | None: ...
-
-    @property
-    def completion_handler(self) -> HandlerSpec | None: ...
-
-    @property
-    def subscribe_handler(self) -> HandlerSpec | None: ...
-
-    @property
-    def unsubscribe_handler(self) -> HandlerSpec | None: ...
-
-    @property
-    def subscriptions(self) -> SubscriptionTracker | None: ...
 
 
 async def ping(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
@@ -140,7 +119,7 @@ async def discover(server: Host, params: dict[str, Any], ctx: Context) -> dict[s
 def page(server: Host, key: str, kind: str, params: dict[str, Any],
          items: Iterable[Any] | None = None) -> dict[str, Any]:
     p = load(CURSOR_PARAMS, params, "params")
-    page, next_cursor = paginate(server.listing(kind, items), p.get("cursor"),
+    page, next_cursor = paginate(server.registry.listing(kind, items), p.get("cursor"),
                                  server.page_size)
     result: dict[str, Any] = {key: list(page)}
     if next_cursor is not None:
@@ -152,7 +131,8 @@ async def list_tools(server: Host, params: dict[str, Any], ctx: Context) -> dict
     apps = server.app_views
     if apps is None:
         return page(server, "tools", "tools", params)
-    kind, tools = apps.tools_for(ctx, server.primitives("tools"))  # UI metadata: who shows it
+    # UI metadata: who is shown it
+    kind, tools = apps.tools_for(ctx, server.registry.primitives("tools"))
     return page(server, "tools", kind, params, tools)
 
 
@@ -161,7 +141,7 @@ async def list_resources(server: Host, params: dict[str, Any], ctx: Context) -> 
     if apps is None and skills is None:
         return page(server, "resources", "resources", params)
     kind: str = "resources"
-    items: Iterable[Any] = server.primitives("resources")
+    items: Iterable[Any] = server.registry.primitives("resources")
     if apps is not None:  # MCP Apps: views only for clients that show them
         kind, items = apps.resources_for(ctx, items)
     if skills is not None:  # skill files (tornado_mcp.server.skills)
@@ -218,7 +198,7 @@ async def call_tool(server: Host, params: dict[str, Any], ctx: Context) -> dict[
     -32603 and logged: it is never sent.
     """
     p = load(TOOL_CALL_PARAMS, params, TOOLS_CALL)
-    tool = server.get_tool(p["name"])
+    tool = server.registry.tools.get(p["name"])
     if tool is None:
         raise unknown_tool(p["name"])
     contract = tool.contract
@@ -296,13 +276,13 @@ async def read_resource(server: Host, params: dict[str, Any], ctx: Context) -> d
     skills = server.skill_catalog
     if skills is not None and skills.serves(uri):
         return await skills.read(uri)
-    res = server.get_resource(uri)
+    res = server.registry.resources.get(uri)
     try:
         if res is not None:
             raw = await run_with_input(server, res.handler, {}, ctx)
             ttl, scope = res.ttl_ms, res.cache_scope
         else:
-            found = server.match_template(uri)
+            found = server.registry.match_template(uri)
             if found is None:
                 raise ResourceNotFound(uri)
             tpl, variables = found
@@ -350,7 +330,8 @@ async def subscribe(server: Host, params: dict[str, Any], ctx: Context) -> dict[
     tracker = _tracker_for(server, params, ctx)
     if tracker is not None and ctx.session is not None:
         tracker.subscribe(ctx.session, params["uri"])  # bounded: -32602 over it
-    return await change_subscription(server, params, ctx, server.subscribe_handler, True)
+    handler = server.registry.subscribe_handler
+    return await change_subscription(server, params, ctx, handler, True)
 
 
 async def unsubscribe(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
@@ -358,7 +339,8 @@ async def unsubscribe(server: Host, params: dict[str, Any], ctx: Context) -> dic
     tracker = _tracker_for(server, params, ctx)
     if tracker is not None and ctx.session is not None:
         tracker.unsubscribe(ctx.session, params["uri"])
-    return await change_subscription(server, params, ctx, server.unsubscribe_handler, False)
+    handler = server.registry.unsubscribe_handler
+    return await change_subscription(server, params, ctx, handler, False)
 
 
 def _tracker_for(server: Host, params: dict[str, Any], ctx: Context) -> SubscriptionTracker | None:
@@ -382,7 +364,7 @@ def _refuse_without_session(ctx: Context) -> None:
 
 async def get_prompt(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
     p = load(PROMPT_GET_PARAMS, params, PROMPTS_GET)
-    prompt = server.get_prompt(p["name"])
+    prompt = server.registry.prompts.get(p["name"])
     if prompt is None:
         raise unknown_prompt(p["name"])
     args = p.get("arguments") or {}
@@ -413,7 +395,7 @@ async def complete(server: Host, params: dict[str, Any], ctx: Context) -> dict[s
         # Only what the registry holds, compared as it compares names: the handler never
         # sees a reference to nothing (nor one the scope rules did not check).
         raise unknown_reference()
-    handler = server.completion_handler
+    handler = server.registry.completion_handler
     assert handler is not None
     raw = await handler.call(
         ctx, {"ref": p["ref"], "argument": p["argument"], "context": p.get("context")})
@@ -438,11 +420,11 @@ def _resolves(server: Host, ref: dict[str, Any]) -> bool:
     kind = ref.get("type")
     if kind == "ref/prompt":
         name = ref.get("name")
-        return isinstance(name, str) and server.get_prompt(name) is not None
+        return isinstance(name, str) and name in server.registry.prompts
     if kind == "ref/resource":
         uri = ref.get("uri")
-        return isinstance(uri, str) and (server.get_template(uri) is not None
-                                         or server.get_resource(uri) is not None)
+        return isinstance(uri, str) and (uri in server.registry.templates
+                                         or uri in server.registry.resources)
     return False
 
 

@@ -59,10 +59,10 @@ def install(server: ExtensionHost, catalog: SkillCatalog) -> None:
         cursor = load(CURSOR_PARAMS, params, DIRECTORY_READ).get("cursor")
         return cacheable(catalog.children(uri, cursor), ctx)
 
-    server.add_method(SKILLS_LIST, skills_list)
-    server.add_method(SKILLS_GET, skills_get)
+    server.registry.add_method(SKILLS_LIST, skills_list)
+    server.registry.add_method(SKILLS_GET, skills_get)
     if catalog.directory_read:
-        server.add_method(DIRECTORY_READ, directory_read)
+        server.registry.add_method(DIRECTORY_READ, directory_read)
 
 class SkillNotices:
     """Who hears of a skill's changes: listen streams (through the server) and the legacy

@@ -312,7 +312,7 @@ class SkillCatalog:
             return
         self._installed = True
         settings = {"directoryRead": True} if self.directory_read else {}
-        self.server.declare_extension(SKILLS_EXTENSION, settings)
+        self.server.registry.declare_extension(SKILLS_EXTENSION, settings)
         install(self.server, self)
 
     def _rebuild(self) -> None:
@@ -339,7 +339,7 @@ class SkillCatalog:
         self._dirs = {uri: sorted(children.values(), key=lambda c: str(c["uri"]))
                       for uri, children in dirs.items()}
         self._listed = [_Listed(f.describe(s)) for s, f in files.values()]
-        self.server.listing_changed("resources")
+        self.server.registry.changed("resources")
 
     # -- what the methods read ------------------------------------------------------------
     def __len__(self) -> int:

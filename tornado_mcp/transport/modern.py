@@ -123,7 +123,7 @@ def _check_routing_headers(h: RequestFlow, method: Any, params: dict[str, Any],
 def _check_param_headers(h: RequestFlow, tool_name: str, params: dict[str, Any],
                          request_id: Any) -> None:
     """A tool's arguments that it declared as headers must be repeated, and match."""
-    tool = h.transport.server.get_tool(tool_name)
+    tool = h.transport.server.registry.tools.get(tool_name)
     if tool is None or not tool.header_params:
         return
     arguments = params.get("arguments")
