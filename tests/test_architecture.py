@@ -39,28 +39,38 @@ SIZES = ROOT / "tests" / "sizes.toml"
 #: The longest matching entry decides; ``tornado_mcp`` itself is the facade (its
 #: ``__init__``) only.
 LAYERS = {
-    # L0, the wire vocabulary and pure values
+    # L0, the wire vocabulary and pure values; the thread pool plain handlers run in (it
+    # knows nothing of MCP)
     "tornado_mcp.protocol": 0, "tornado_mcp.options": 0, "tornado_mcp.introspection": 0,
+    "tornado_mcp.sync": 0,
     # L1, JSON Schema for Python types, validation, conversion
     "tornado_mcp.schema": 1,
     # L2, the protocol core
     "tornado_mcp.server": 2,
-    # L3, transport-agnostic serving
-    "tornado_mcp.engine": 3, "tornado_mcp.tasks": 3, "tornado_mcp.auth": 3,
-    "tornado_mcp.issuer": 3,
-    # L4, the transports
-    "tornado_mcp.transport": 4, "tornado_mcp.stdio": 4,
-    # L5, what is built on the transports, and the public facade
-    "tornado_mcp.cluster": 5, "tornado_mcp.jupyter": 5, "tornado_mcp.authserver": 5,
-    "tornado_mcp.cli": 5,
-    "tornado_mcp.demo": 5, "tornado_mcp.dashboard": 5, "tornado_mcp.testing": 5,
-    "tornado_mcp.pytest_plugin": 5, "tornado_mcp.__main__": 5, "tornado_mcp": 5,
-    # L6, the dashboard (public API only)
-    "admin_ui": 6,
+    # L3, the extensions built on the core (skills, MCP Apps), and the Server, which holds
+    # the core's parts and the extensions together (with the old import paths of two
+    # extensions, which only re-export them)
+    "tornado_mcp.extensions": 3, "tornado_mcp.server.server": 3,
+    "tornado_mcp.server.skills": 3, "tornado_mcp.server.apps": 3,
+    # L4, transport-agnostic serving
+    "tornado_mcp.engine": 4, "tornado_mcp.tasks": 4, "tornado_mcp.auth": 4,
+    "tornado_mcp.issuer": 4,
+    # L5, the transports
+    "tornado_mcp.transport": 5, "tornado_mcp.stdio": 5,
+    # L6, what is built on the transports, and the public facade
+    "tornado_mcp.cluster": 6, "tornado_mcp.jupyter": 6, "tornado_mcp.authserver": 6,
+    "tornado_mcp.cli": 6,
+    "tornado_mcp.demo": 6, "tornado_mcp.dashboard": 6, "tornado_mcp.testing": 6,
+    "tornado_mcp.pytest_plugin": 6, "tornado_mcp.__main__": 6, "tornado_mcp": 6,
+    # L7, the dashboard (public API only)
+    "admin_ui": 7,
 }
 #: Siblings of one layer that must not import each other (importer, imported): in L3 the
-#: engine may import tasks and auth, never the reverse; in L4 the two transports are apart.
+#: extensions never import the Server that holds them (it is given to them as an
+#: ExtensionHost); in L4 the engine may import tasks and auth, never the reverse; in L5
+#: the two transports are apart.
 FORBIDDEN_SIBLINGS = {
+    ("tornado_mcp.extensions", "tornado_mcp.server.server"),
     ("tornado_mcp.tasks", "tornado_mcp.engine"),
     ("tornado_mcp.auth", "tornado_mcp.engine"),
     ("tornado_mcp.stdio", "tornado_mcp.transport"),
@@ -68,8 +78,8 @@ FORBIDDEN_SIBLINGS = {
 }
 #: Below this layer no module imports Tornado at all; below ``WEB_FREE_BELOW`` none
 #: imports ``tornado.web``.
-TORNADO_FREE_BELOW = 3
-WEB_FREE_BELOW = 4
+TORNADO_FREE_BELOW = 4
+WEB_FREE_BELOW = 5
 #: The one module of the library that may import the dashboard.
 DASHBOARD_JOIN = "tornado_mcp.dashboard"
 

@@ -15,7 +15,7 @@ from tornado_mcp.engine.governance import Governance
 from tornado_mcp.options import Options
 from tornado_mcp.protocol.identity import Principal
 from tornado_mcp.server.context import Context
-from tornado_mcp.server.sync_handlers import SyncRunner
+from tornado_mcp.sync.handlers import SyncRunner
 
 
 def setup() -> tuple[Server, Governance]:

@@ -47,8 +47,8 @@ from ..server.builtins import as_unknown
 from ..server.context import Context, HTTPRequestFacts, RequestChannel
 from ..server.server import Server
 from ..server.session import Session, SessionStore
-from ..server.sync_handlers import CURRENT as CURRENT_RUNNER
-from ..server.sync_handlers import SyncRunner
+from ..sync.handlers import CURRENT as CURRENT_RUNNER
+from ..sync.handlers import SyncRunner
 from ..tasks import methods as task_methods
 from ..tasks.manager import TaskManager
 from ..tasks.record import TaskRecord

@@ -44,8 +44,8 @@ from ..protocol import (
 from ..protocol.errors import MCPError, Refused
 from ..protocol.identity import caller_key
 from ..server.bounds import CallBounds
-from ..server.sync_handlers import CURRENT as CURRENT_RUNNER
-from ..server.sync_handlers import SyncRunner
+from ..sync.handlers import CURRENT as CURRENT_RUNNER
+from ..sync.handlers import SyncRunner
 from .audit import TRACE_ID, AuditTrail, bounded, bounded_id, digest, kept_arguments
 
 if TYPE_CHECKING:

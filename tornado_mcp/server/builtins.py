@@ -13,7 +13,7 @@ import asyncio
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ..protocol import (
     COMPLETION_COMPLETE,
@@ -49,24 +49,48 @@ from ..protocol.shapes import (
 from .context import Context
 from .contract import ArgumentError, HandlerSpec, OutputError, tool_result
 from .input import INPUT_KIND_CAPABILITY, MAX_INPUT_ROUNDS, InputRequired
+from .primitives import Tool
 from .registry import Registry
 from .results import contents_result, prompt_result, text
 from .scopes import unknown_reference
 from .subscriptions import SubscriptionTracker
-
-if TYPE_CHECKING:
-    from .apps import AppViews
-    from .skills import SkillCatalog
 
 log = logging.getLogger("tornado_mcp.server")
 
 MAX_COMPLETION_VALUES = 100
 
 
+class ListFilter(Protocol):
+    """Who is shown which tools and resources, and the cache kind of each variant of a
+    list: MCP Apps (``server.app_views``, an extension in the layer above) shows its UI
+    only to clients that declared it."""
+
+    def tools_for(self, ctx: Context, tools: Iterable[Tool]) -> tuple[str, Iterable[Any]]: ...
+
+    def resources_for(self, ctx: Context, items: Iterable[Any]
+                      ) -> tuple[str, Iterable[Any]]: ...
+
+
+class ResourceSource(Protocol):
+    """Resources served beside the registry's, with their own reads and subscriptions:
+    agent skills' files (``server.skill_catalog``, an extension in the layer above)."""
+
+    def listed(self) -> Iterable[Any]: ...
+
+    def serves(self, uri: str) -> bool: ...
+
+    async def read(self, uri: str) -> dict[str, Any]: ...
+
+    def subscribe(self, ctx: Context, uri: str) -> None: ...
+
+    def unsubscribe(self, ctx: Context, uri: str) -> None: ...
+
+
 class Host(Protocol):
     """What the built-in methods read of their server (a :class:`~tornado_mcp.Server`):
     its registry, its identity and listing policy, the legacy subscriptions it tracks, and
-    the extensions that add to its lists."""
+    the extensions that add to its lists.  A Protocol because the Server, which holds the
+    extensions too, sits in the layer above this one."""
 
     @property
     def registry(self) -> Registry: ...
@@ -89,10 +113,10 @@ class Host(Protocol):
     def subscriptions(self) -> SubscriptionTracker | None: ...
 
     @property
-    def app_views(self) -> AppViews | None: ...
+    def app_views(self) -> ListFilter | None: ...
 
     @property
-    def skill_catalog(self) -> SkillCatalog | None: ...
+    def skill_catalog(self) -> ResourceSource | None: ...
 
 
 async def ping(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
@@ -144,7 +168,7 @@ async def list_resources(server: Host, params: dict[str, Any], ctx: Context) -> 
     items: Iterable[Any] = server.registry.primitives("resources")
     if apps is not None:  # MCP Apps: views only for clients that show them
         kind, items = apps.resources_for(ctx, items)
-    if skills is not None:  # skill files (tornado_mcp.server.skills)
+    if skills is not None:  # skill files (tornado_mcp.extensions.skills)
         items = itertools.chain(items, skills.listed())
     return page(server, "resources", kind, params, items)
 
@@ -315,9 +339,9 @@ async def change_subscription(server: Host, params: dict[str, Any], ctx: Context
     skills = server.skill_catalog
     if skills is not None and skills.serves(params["uri"]):  # the catalog's own
         if subscribing:
-            skills.notices.subscribe(ctx, params["uri"])
+            skills.subscribe(ctx, params["uri"])
         else:
-            skills.notices.unsubscribe(ctx, params["uri"])
+            skills.unsubscribe(ctx, params["uri"])
         return {}
     returned = await handler.call(ctx, {"uri": params["uri"]}) if handler else None
     if isinstance(returned, dict) and isinstance(returned.get("_meta"), dict):

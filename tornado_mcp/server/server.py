@@ -1,4 +1,4 @@
-"""The protocol core: what a server offers and how each MCP method is answered.
+"""The :class:`Server`: what a server offers and how each MCP method is answered.
 
 Nothing here knows about HTTP.  A :class:`Server` holds the registered tools, resources,
 templates and prompts, derives its capabilities from them, and answers a method call
@@ -15,10 +15,13 @@ Registration works as a decorator or a plain call (``server.add_tool(fn, ...)``)
 server holds its parts and its methods hand the work to them: what it offers is its
 :class:`~tornado_mcp.server.registry.Registry` (``server.registry``), the extensions it
 serves itself (MCP Apps views, agent skills) its
-:class:`~tornado_mcp.server.extension_registry.Extensions` (``server.extensions``).  The
+:class:`~tornado_mcp.extensions.registry.Extensions` (``server.extensions``).  The
 built-in methods are in :mod:`tornado_mcp.server.builtins`, result shaping in
 :mod:`tornado_mcp.server.results` and a tool's typed contract in
-:mod:`tornado_mcp.server.contract`.
+:mod:`tornado_mcp.server.contract`.  The Server puts the protocol core (the rest of
+this package) and the extensions (:mod:`tornado_mcp.extensions`) together, so this module
+sits in the layer above both; the core reaches the Server through the Protocols it
+declares (``Host`` in :mod:`.builtins`, ``ContextServer`` in :mod:`.context`).
 """
 
 from __future__ import annotations
@@ -30,6 +33,9 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from ..extensions.apps import AppViews, Html, View
+from ..extensions.registry import Extensions
+from ..extensions.skills.catalog import Producer, Skill, SkillCatalog
 from ..protocol import (
     COMPLETION_COMPLETE,
     INITIALIZE,
@@ -59,19 +65,16 @@ from ..protocol import (
     TOOLS_LIST_CHANGED,
 )
 from ..protocol.errors import MCPError, method_not_found
-from .apps import AppViews, Html, View
 from .bounds import CallBounds, Redact, bounds_of
 from .builtins import BUILTIN, MAX_COMPLETION_VALUES, input_required
 from .context import Context
 from .contract import Handler, HandlerSpec
-from .extension_registry import Extensions
 from .input import NeedsInput
 from .primitives import Prompt, PromptArgument, Resource, ResourceTemplate, Tool
 from .registry import Registry
 from .request_state import RequestStateCodec
 from .scopes import ScopeRules
 from .session import Session
-from .skills import Producer, Skill, SkillCatalog
 from .subscriptions import (
     MAX_SUBSCRIPTION_URI_BYTES,
     MAX_SUBSCRIPTIONS_PER_SESSION,
@@ -215,8 +218,8 @@ class Server:
         forces or prevents that).  Either schema is checked here: an invalid or dangling
         one raises :class:`~tornado_mcp.schema.validate.InvalidSchema`, an annotation with no
         JSON Schema :class:`TypeError`.  ``ui``: the tool's view (MCP Apps; see
-        :mod:`tornado_mcp.server.apps`), a URI registered with :meth:`app` or a ``_meta.ui``
-        dict; an unregistered one raises :class:`~tornado_mcp.server.apps.AppError`.
+        :mod:`tornado_mcp.extensions.apps`), a URI registered with :meth:`app` or a ``_meta.ui``
+        dict; an unregistered one raises :class:`~tornado_mcp.extensions.apps.AppError`.
         """
         if ui is not None:
             meta = self.extensions.apps.tool_meta(ui, meta)

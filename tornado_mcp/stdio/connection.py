@@ -38,7 +38,7 @@ from ..server.context_ref import HoldsContext
 from ..server.outbound import client_result, request_message
 from ..server.server import Server
 from ..server.session import Session
-from ..server.sync_handlers import call_on_loop, worker_loop
+from ..sync.handlers import call_on_loop, worker_loop
 
 log = logging.getLogger("tornado_mcp.stdio")
 

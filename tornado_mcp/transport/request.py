@@ -22,7 +22,7 @@ from ..protocol.jsonrpc import error_body
 from ..server.context_ref import HoldsContext
 from ..server.outbound import client_result, request_message
 from ..server.session import Session
-from ..server.sync_handlers import call_on_loop, worker_loop
+from ..sync.handlers import call_on_loop, worker_loop
 from . import wire
 from .resume import retry_ms
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from .registry import Registry
+from ..server.registry import Registry
 
 
 class ExtensionHost(Protocol):
-    """The server as :mod:`.skills`, :mod:`.skill_methods` and :mod:`.apps` use it: its
+    """The server as :mod:`.skills` and :mod:`.apps` use it: its
     registry (where they register what they serve), its listing policy, and its
     notifications."""
 

@@ -1,5 +1,5 @@
 """The extensions a server serves itself, held together: MCP Apps views
-(:mod:`tornado_mcp.server.apps`) and agent skills (:mod:`tornado_mcp.server.skills`).
+(:mod:`tornado_mcp.extensions.apps`) and agent skills (:mod:`tornado_mcp.extensions.skills`).
 
 A :class:`~tornado_mcp.Server` owns one :class:`Extensions` (``server.extensions``); its
 ``app``, ``skill``, ``skills_from`` and ``add_skill`` hand the work to it.  Each
@@ -14,10 +14,10 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from .apps import APP_MIME_TYPE, AppViews, Html, View, view_meta
-from .skills import SkillCatalog
+from .skills.catalog import SkillCatalog
 
 if TYPE_CHECKING:
-    from .extension_host import ExtensionHost
+    from .host import ExtensionHost
 
 
 class Extensions:

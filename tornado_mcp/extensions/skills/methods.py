@@ -1,5 +1,5 @@
 """The methods of the skills extension: ``skills/list``, ``skills/get`` and
-``resources/directory/read`` (see :mod:`tornado_mcp.server.skills`), and the notices of
+``resources/directory/read`` (see :mod:`tornado_mcp.extensions.skills`), and the notices of
 a skill's changes.
 
 They are added to the server as its own methods when the first skill is registered;
@@ -12,16 +12,16 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from ..protocol import INVALID_PARAMS, RESOURCES_UPDATED
-from ..protocol.errors import MCPError
-from ..protocol.pagination import paginate
-from ..protocol.shapes import CURSOR_PARAMS, URI_PARAMS, load
-from .context import Context
+from ...protocol import INVALID_PARAMS, RESOURCES_UPDATED
+from ...protocol.errors import MCPError
+from ...protocol.pagination import paginate
+from ...protocol.shapes import CURSOR_PARAMS, URI_PARAMS, load
+from ...server.context import Context
 
 if TYPE_CHECKING:
-    from .extension_host import ExtensionHost
-    from .session import Session
-    from .skills import Skill, SkillCatalog
+    from ...server.session import Session
+    from ..host import ExtensionHost
+    from .catalog import Skill, SkillCatalog
 
 SKILLS_LIST = "skills/list"
 SKILLS_GET = "skills/get"
