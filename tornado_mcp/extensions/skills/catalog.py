@@ -49,9 +49,6 @@ SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
 DIRECTORY_MIME = "inode/directory"
 #: Skills one server serves at most.
 MAX_SKILLS = 1000
-#: The ``_meta`` prefix the extension reserves on skill resources.
-META_PREFIX = "io.modelcontextprotocol.skills/"
-
 #: A generated file: called at each read, returns its text or bytes.
 Producer = Callable[[], "str | bytes"]
 
