@@ -25,7 +25,7 @@ It is never anonymous: ``token`` is required.  Keep the dashboard off public int
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tornado.web
 from tornado.routing import Rule
@@ -52,11 +52,13 @@ from .pages import (
     PageHandler,
 )
 from .signin_api import ClientHandler, ClientsHandler, ConsentsHandler
-from .state import STATIC_DIR, AdminState, Authenticate, SignInLike, TransportLike
+from .state import STATIC_DIR, AdminState, Authenticate, TransportLike
 from .throttle import FailureLimits
 
-__all__ = ["AdminState", "Authenticate", "FailureLimits", "SignInLike", "TransportLike",
-           "mount", "routes"]
+if TYPE_CHECKING:
+    from tornado_mcp.authserver import SignIn
+
+__all__ = ["AdminState", "Authenticate", "FailureLimits", "TransportLike", "mount", "routes"]
 
 
 def _normalize_prefix(prefix: str) -> str:
@@ -76,7 +78,7 @@ def routes(
     authenticate: Authenticate | None = None,
     login_url: str | None = None,
     failure_limits: FailureLimits | None = None,
-    signin: SignInLike | None = None,
+    signin: SignIn | None = None,
 ) -> list[Rule]:
     """Build the dashboard's routes for ``transport``, all under ``prefix``.
 
@@ -145,7 +147,7 @@ def mount(
     authenticate: Authenticate | None = None,
     login_url: str | None = None,
     failure_limits: FailureLimits | None = None,
-    signin: SignInLike | None = None,
+    signin: SignIn | None = None,
 ) -> None:
     """Add the dashboard to a running or not-yet-started ``app`` at ``prefix``.
 

@@ -10,7 +10,7 @@ added to the library shows up here (and in the form) with no change to this pack
 has no rules of its own for the values: each field hands its value to the library's
 :meth:`OptionSpec.coerce <tornado_mcp.options.OptionSpec.coerce>` (with the JSON rules), so
 the dashboard refuses exactly what the library refuses, with the library's messages.  The
-library's :meth:`TransportOptions.update` then applies the change (all or nothing) and has
+library's :meth:`Options.update` then applies the change (all or nothing) and has
 the last word.
 """
 

@@ -2,8 +2,8 @@
 which assistants registered, and which user let which client in, each revocable live.
 
 Mounted with ``admin_ui.routes(transport, ..., signin=signin)``; without ``signin`` these
-endpoints answer 404.  They read the server only through :class:`SignInLike`, the part
-of :class:`tornado_mcp.authserver.SignIn` an operator uses.  Revoking a consent ends
+endpoints answer 404.  They use only the public methods of
+:class:`tornado_mcp.authserver.SignIn` an operator needs.  Revoking a consent ends
 every grant that user gave that client: its refresh tokens at once, its access tokens at
 the endpoint's next check (at once in this process, within a second elsewhere in a
 cluster).  Every change is logged and recorded in "Recent changes".

@@ -18,14 +18,17 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import jinja2
 from prometheus_client import CollectorRegistry
 from tornado.web import RequestHandler, StaticFileHandler
 
 from tornado_mcp.introspection import AuditRecord, ClusterSnapshot, Snapshot
-from tornado_mcp.options import TransportOptions
+from tornado_mcp.options import Options
+
+if TYPE_CHECKING:
+    from tornado_mcp.authserver import SignIn
 
 from . import metrics
 from .auth import Gatekeeper
@@ -46,10 +49,13 @@ Authenticate = Callable[[RequestHandler], str | Awaitable[str | None] | None]
 
 
 class TransportLike(Protocol):
-    """The part of :class:`tornado_mcp.Transport` the dashboard reads and drives."""
+    """The part of :class:`tornado_mcp.Transport` the dashboard reads and drives: its public
+    API only.  A Protocol so that holds by type (and by test:
+    ``tests/test_admin_transport_surface.py`` mounts the dashboard on a stand-in with these
+    members and nothing else)."""
 
     @property
-    def options(self) -> TransportOptions: ...
+    def options(self) -> Options: ...
 
     def snapshot(
         self, sessions: bool = True, streams: bool = True, stream_uris: bool = False
@@ -63,18 +69,6 @@ class TransportLike(Protocol):
 
     def audit(self, principal: str | None = None, tool: str | None = None,
               outcome: str | None = None, limit: int = 100) -> tuple[AuditRecord, ...]: ...
-
-
-class SignInLike(Protocol):
-    """The part of :class:`tornado_mcp.authserver.SignIn` the dashboard reads and drives."""
-
-    async def clients(self) -> list[dict[str, Any]]: ...
-
-    async def consents(self, subject: str | None = None) -> list[dict[str, Any]]: ...
-
-    async def revoke_consent(self, subject: str, client_id: str) -> int: ...
-
-    async def remove_client(self, client_id: str) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -96,7 +90,7 @@ class AdminState:
     def __init__(
         self, transport: TransportLike, prefix: str, token: str, read_only: bool,
         authenticate: Authenticate | None = None, login_url: str | None = None,
-        failure_limits: FailureLimits | None = None, signin: SignInLike | None = None,
+        failure_limits: FailureLimits | None = None, signin: SignIn | None = None,
     ) -> None:
         self.transport = transport
         #: The app's own authorization server, when the dashboard shows its clients.

@@ -483,7 +483,7 @@ def settle(server: ThreadServer, figures: Figures) -> None:
     t = server.transport
     deadline = time.monotonic() + TIMEOUT
     while True:
-        left = server.call(lambda: (t.in_progress, len(t.hub), t.lingering))
+        left = server.call(lambda: (t.in_progress, len(t.listen_index), t.lingering))
         if left == (0, 0, 0):
             return
         if time.monotonic() > deadline:

@@ -1,7 +1,7 @@
 """Limit changes from the dashboard go through the library's own coercion and messages.
 
 ``PATCH api/limits`` (and the form on the page) refuses exactly what
-:meth:`tornado_mcp.options.TransportOptions.update` refuses, with the same message per field;
+:meth:`tornado_mcp.options.Options.update` refuses, with the same message per field;
 marshmallow only gives the body its shape.  The JSON rules of
 ``OptionSpec.coerce(from_json=True)`` are the only difference: JSON text is never read as a
 number, and a whole float is an integer.
@@ -24,16 +24,16 @@ from tornado_mcp.options import (
     SPECS_BY_NAME,
     UNKNOWN_OPTION,
     OptionError,
-    TransportOptions,
+    Options,
 )
 
 
 def library_errors(changes: dict[str, Any]) -> dict[str, str]:
-    """What ``TransportOptions.update`` says about each refused field of ``changes``."""
+    """What ``Options.update`` says about each refused field of ``changes``."""
     errors: dict[str, str] = {}
     for name, value in changes.items():  # one at a time: update stops at non-live names
         with pytest.raises(OptionError) as info:
-            TransportOptions().update({name: value})
+            Options().update({name: value})
         errors.update(info.value.errors)
     return errors
 
@@ -123,7 +123,7 @@ def test_json_integers_stop_where_json_readers_lose_precision() -> None:
 
 async def test_an_integer_past_float_range_is_refused_not_a_crash() -> None:
     with pytest.raises(OptionError) as info:
-        TransportOptions(session_idle_timeout=10**400)
+        Options(session_idle_timeout=10**400)
     assert info.value.errors == {
         "session_idle_timeout": "must be a positive number of seconds or none"}
     async with running_admin() as srv, httpx.AsyncClient() as client:

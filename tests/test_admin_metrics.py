@@ -20,7 +20,7 @@ from admin_ui.history import ProcessProbe, ProcessStats
 from admin_ui.state import AdminState
 from tornado_mcp import Server, Transport
 from tornado_mcp.introspection import SessionInfo, Snapshot, StreamInfo, Totals
-from tornado_mcp.options import TransportOptions
+from tornado_mcp.options import Options
 
 BEFORE = """\
 # HELP tornado_mcp_sessions Legacy sessions open now.
@@ -208,7 +208,7 @@ class FixedProbe(ProcessProbe):
 
 
 def fixed_snapshot() -> Snapshot:
-    limits = TransportOptions(max_sessions=500, session_idle_timeout=None,
+    limits = Options(max_sessions=500, session_idle_timeout=None,
                               max_request_bytes=4_194_304).as_dict()
     sessions = tuple(
         SessionInfo(f"s{i}", "c", "1", "2025-11-25", 1.0, 2.0, i, 100 * i + 7, 3 * i, False)

@@ -22,7 +22,7 @@ from tornado.netutil import bind_sockets
 import admin_ui
 from tornado_mcp import Transport
 from tornado_mcp.introspection import Snapshot
-from tornado_mcp.options import TransportOptions
+from tornado_mcp.options import Options
 
 
 class PublicSurface:
@@ -34,7 +34,7 @@ class PublicSurface:
         self._transport = transport
 
     @property
-    def options(self) -> TransportOptions:
+    def options(self) -> Options:
         return self._transport.options
 
     def snapshot(

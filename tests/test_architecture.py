@@ -8,7 +8,7 @@ with a literal name, and a dotted name read off an imported module (``tornado.we
 Each check is a function of a :class:`Tree`, and a test writes a deliberate fault into a
 copy of the packages to see each one caught.  When a lower layer needs an object of an upper one, it
 declares a :class:`typing.Protocol` for what it uses (as ``ClusterMember`` in
-``tornado_mcp/transport/exchange.py`` does) instead of importing the class.
+``tornado_mcp/transport/core.py`` does) instead of importing the class.
 """
 
 from __future__ import annotations
@@ -45,32 +45,42 @@ SIZES = ROOT / "tests" / "sizes.toml"
 #: The longest matching entry decides; ``tornado_mcp`` itself is the facade (its
 #: ``__init__``) only.
 LAYERS = {
-    # L0, the wire vocabulary and pure values
+    # L0, the wire vocabulary and pure values; the thread pool plain handlers run in (it
+    # knows nothing of MCP)
     "tornado_mcp.protocol": 0, "tornado_mcp.options": 0, "tornado_mcp.introspection": 0,
+    "tornado_mcp.sync": 0,
     # L1, JSON Schema for Python types, validation, conversion
     "tornado_mcp.schema": 1,
     # L2, the protocol core
     "tornado_mcp.server": 2,
-    # L3, transport-agnostic serving
-    "tornado_mcp.engine": 3, "tornado_mcp.tasks": 3, "tornado_mcp.auth": 3,
-    "tornado_mcp.issuer": 3,
-    # L4, the transports
-    "tornado_mcp.transport": 4, "tornado_mcp.stdio": 4,
-    # L5, what is built on the transports, and the public facade
-    "tornado_mcp.cluster": 5, "tornado_mcp.jupyter": 5, "tornado_mcp.authserver": 5,
-    "tornado_mcp.cli": 5,
-    "tornado_mcp.demo": 5, "tornado_mcp.dashboard": 5, "tornado_mcp.testing": 5,
-    "tornado_mcp.pytest_plugin": 5, "tornado_mcp.__main__": 5, "tornado_mcp": 5,
-    # L6, the dashboard (public API only)
-    "admin_ui": 6,
+    # L3, the extensions built on the core (skills, MCP Apps), and the Server, which holds
+    # the core's parts and the extensions together (with the old import paths of two
+    # extensions, which only re-export them)
+    "tornado_mcp.extensions": 3, "tornado_mcp.server.server": 3,
+    "tornado_mcp.server.skills": 3, "tornado_mcp.server.apps": 3,
+    # L4, transport-agnostic serving
+    "tornado_mcp.engine": 4, "tornado_mcp.tasks": 4, "tornado_mcp.auth": 4,
+    "tornado_mcp.issuer": 4,
+    # L5, the transports
+    "tornado_mcp.transport": 5, "tornado_mcp.stdio": 5,
+    # L6, what is built on the transports, and the public facade
+    "tornado_mcp.cluster": 6, "tornado_mcp.jupyter": 6, "tornado_mcp.authserver": 6,
+    "tornado_mcp.cli": 6,
+    "tornado_mcp.demo": 6, "tornado_mcp.dashboard": 6, "tornado_mcp.testing": 6,
+    "tornado_mcp.pytest_plugin": 6, "tornado_mcp.__main__": 6, "tornado_mcp": 6,
+    # L7, the dashboard (public API only)
+    "admin_ui": 7,
 }
 #: The public facade: what users import.  No module of the package imports it (it imports
 #: them all, and a module reaching a name through it hides where the name lives and
 #: which layer it is in); each imports the module that defines the name.
 FACADE = "tornado_mcp"
 #: Siblings of one layer that must not import each other (importer, imported): in L3 the
-#: engine may import tasks and auth, never the reverse; in L4 the two transports are apart.
+#: extensions never import the Server that holds them (it is given to them as an
+#: ExtensionHost); in L4 the engine may import tasks and auth, never the reverse; in L5
+#: the two transports are apart.
 FORBIDDEN_SIBLINGS = {
+    ("tornado_mcp.extensions", "tornado_mcp.server.server"),
     ("tornado_mcp.tasks", "tornado_mcp.engine"),
     ("tornado_mcp.auth", "tornado_mcp.engine"),
     ("tornado_mcp.stdio", "tornado_mcp.transport"),
@@ -85,7 +95,10 @@ NO_TORNADO: frozenset[str] = frozenset()
 TORNADO_MODULES: dict[str, tuple[frozenset[str] | None, str]] = {
     **{entry: (NO_TORNADO, "pure: the same code serves stdio, HTTP and the tests")
        for entry in ("tornado_mcp.protocol", "tornado_mcp.options",
-                     "tornado_mcp.introspection", "tornado_mcp.schema", "tornado_mcp.server")},
+                     "tornado_mcp.introspection", "tornado_mcp.schema", "tornado_mcp.server",
+                     "tornado_mcp.server.server", "tornado_mcp.server.skills",
+                     "tornado_mcp.server.apps", "tornado_mcp.extensions")},
+    "tornado_mcp.sync": (NO_TORNADO, "a thread pool on asyncio, knowing nothing of MCP"),
     "tornado_mcp.engine": (NO_TORNADO, "the one pipeline of every transport runs on asyncio"),
     "tornado_mcp.tasks": (NO_TORNADO, "the engine's tasks, on asyncio like it"),
     "tornado_mcp.stdio": (NO_TORNADO, "stdin and stdout on asyncio, no HTTP at all"),

@@ -53,19 +53,19 @@ async def test_a_listener_that_stops_reading_loses_its_slot_to_the_next() -> Non
             await asyncio.wait_for(loop.sock_connect(sock, ("127.0.0.1", srv.port)), TIMEOUT)
             await loop.sock_sendall(sock, stalled_listen_request(srv.port))
             # From here on this client reads nothing.
-            await wait_until(lambda: len(srv.transport.hub) == 1)
+            await wait_until(lambda: len(srv.transport.listen_index) == 1)
             # Far less than a kernel send buffer: it all leaves the server's queue.
             for i in range(40):
                 srv.transport.publish("notifications/tools/list_changed", {"n": i, "p": pad})
             refused = await srv.listen({"toolsListChanged": True}, request_id="refused")
             await refused.wait_closed()
             assert refused.status == 503
-            await wait_until(lambda: len(srv.transport.hub) == 0, timeout=5.0)
+            await wait_until(lambda: len(srv.transport.listen_index) == 0, timeout=5.0)
             assert srv.transport.snapshot().refusals["stream_stall_timeout"] == 1
             stream = await srv.listen({"toolsListChanged": True}, request_id="next")
             try:
                 assert stream.status == 200
-                assert len(srv.transport.hub) == 1
+                assert len(srv.transport.listen_index) == 1
             finally:
                 stream.close()
         finally:
@@ -81,7 +81,7 @@ async def test_a_slow_reader_that_keeps_reading_keeps_its_stream() -> None:
                                       {"n": i, "p": "x" * 20_000})
                 await asyncio.sleep(0.1)  # the pace of the load, not a wait for an event
             await stream.wait_for(lambda s: len(s.messages) >= 2)
-            assert len(srv.transport.hub) == 1
+            assert len(srv.transport.listen_index) == 1
             assert srv.transport.snapshot().refusals["stream_stall_timeout"] == 0
         finally:
             stream.close()

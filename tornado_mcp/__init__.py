@@ -17,13 +17,14 @@ See ``docs/getting-started.md`` for the tour and ``docs/options.md`` for every l
 """
 
 from .introspection import AuditTotals, SessionInfo, Snapshot, StreamInfo, TaskTotals, Totals
-from .options import OptionError, TransportOptions
+from .options import OptionError, Options
 from .protocol.errors import MCPError, MissingClientCapability, ResourceNotFound, ToolError
 from .protocol.identity import ANONYMOUS, Principal
 from .schema.from_types import Arg
 from .server.context import Context
 from .server.input import ElicitationSchemaError, InputRequired, elicitation, roots, sampling
 from .server.primitives import PromptArgument
+from .server.registry import Registry
 from .server.request_state import RequestStateCodec
 from .server.results import audio, embedded_resource, image, resource_link, text
 from .server.server import Server
@@ -43,8 +44,10 @@ __all__ = [
     "MCPHandler",
     "MissingClientCapability",
     "OptionError",
+    "Options",
     "Principal",
     "PromptArgument",
+    "Registry",
     "RequestStateCodec",
     "ResourceNotFound",
     "Server",
@@ -56,7 +59,6 @@ __all__ = [
     "ToolError",
     "Totals",
     "Transport",
-    "TransportOptions",
     "audio",
     "elicitation",
     "embedded_resource",

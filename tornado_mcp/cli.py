@@ -27,7 +27,7 @@ from tornado.iostream import IOStream
 from .auth.dpop import DPoP
 from .auth.resource import OAuthResource
 from .dashboard import dashboard_routes
-from .options import OPTION_SPECS, OptionError, TransportOptions
+from .options import OPTION_SPECS, OptionError, Options
 from .server.server import Server
 from .transport import Transport, serving, unixsocket
 
@@ -161,13 +161,13 @@ def http_server_bounds(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def options_from_args(args: argparse.Namespace,
-                      server_defaults: bool = True) -> TransportOptions:
+                      server_defaults: bool = True) -> Options:
     """The options the flags set; the rest as on the servers started here
     (:data:`SERVER_DEFAULTS`), or as the library's own defaults (``server_defaults=False``,
     for an application that starts its own server)."""
     values = {spec.name: getattr(args, f"opt_{spec.name}") for spec in OPTION_SPECS
               if getattr(args, f"opt_{spec.name}") is not None}
-    return TransportOptions(**{**(SERVER_DEFAULTS if server_defaults else {}), **values})
+    return Options(**{**(SERVER_DEFAULTS if server_defaults else {}), **values})
 
 
 def serve(server: Server, args: argparse.Namespace,
@@ -203,7 +203,7 @@ def serve(server: Server, args: argparse.Namespace,
             unixsocket.remove(path, unix[1])
 
 
-async def _serve(server: Server, options: TransportOptions, args: argparse.Namespace,
+async def _serve(server: Server, options: Options, args: argparse.Namespace,
                  extra_routes: Callable[[Transport], list[Any]] | None,
                  unix: tuple[socket.socket, int] | None = None) -> None:
     task_store = None

@@ -5,7 +5,7 @@ Every bound a client can push against lives here.  Each option is described once
 demo and example servers, the dashboard's tuning form and the docs' reference table.
 
 ``None`` removes a bound wherever the spec says ``nullable``.  Options marked ``live`` can
-be changed on a running transport with :meth:`TransportOptions.update`; the change applies to
+be changed on a running transport with :meth:`Options.update`; the change applies to
 new admissions at once, and whatever sessions and streams already hold is left as it is.
 """
 
@@ -40,7 +40,7 @@ MAX_JSON_INTEGER = 2**53 - 1
 
 #: :attr:`OptionError.errors` message for a name that is not an option.
 UNKNOWN_OPTION = "unknown option"
-#: :attr:`OptionError.errors` message for an option :meth:`TransportOptions.update` cannot change.
+#: :attr:`OptionError.errors` message for an option :meth:`Options.update` cannot change.
 NOT_LIVE = "cannot be changed while the server runs"
 
 
@@ -400,10 +400,11 @@ LIVE_OPTIONS: tuple[str, ...] = tuple(s.name for s in OPTION_SPECS if s.live)
 Listener = Callable[[dict[str, tuple[Any, Any]], str], None]
 
 
-class TransportOptions:
-    """The transport's options, validated at construction and tunable live.
+class Options:
+    """Every option of the serving (the HTTP transport, stdio and the engine they share),
+    validated at construction and tunable live.
 
-    >>> opts = TransportOptions(max_sessions=5, session_idle_timeout=None)
+    >>> opts = Options(max_sessions=5, session_idle_timeout=None)
     >>> opts.max_sessions
     5
     >>> opts.update({"max_sessions": 10}, actor="ops")
@@ -545,4 +546,4 @@ class TransportOptions:
 
     def __repr__(self) -> str:
         changed = {k: v for k, v in self._values.items() if SPECS_BY_NAME[k].default != v}
-        return f"TransportOptions({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
+        return f"Options({', '.join(f'{k}={v!r}' for k, v in changed.items())})"

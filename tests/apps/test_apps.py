@@ -11,8 +11,8 @@ import pytest
 from mcp_http import example_server, legacy_call, modern_meta, result_of, running
 
 from tornado_mcp import Server
-from tornado_mcp.server import apps
-from tornado_mcp.server.apps import APP_MIME_TYPE, UI_EXTENSION, AppError
+from tornado_mcp.extensions import apps
+from tornado_mcp.extensions.apps import APP_MIME_TYPE, UI_EXTENSION, AppError
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -156,7 +156,7 @@ def test_a_bad_view_is_refused(kwargs: dict[str, Any], message: str) -> None:
     uri = kwargs.pop("uri", "ui://v/x")
     with pytest.raises(AppError, match=message):
         server.app(uri, HTML, **kwargs)
-    assert server._resources == {} and "extensions" not in server.capabilities
+    assert server.registry.resources == {} and "extensions" not in server.capabilities
 
 
 def test_a_view_over_a_plain_resource_is_refused() -> None:
@@ -198,4 +198,11 @@ def test_views_per_server_at_and_over_the_limit(monkeypatch: pytest.MonkeyPatch)
     server.app("ui://v/2", HTML)
     with pytest.raises(AppError, match="at most 2 views"):
         server.app("ui://v/3", HTML)
-    assert sorted(server._resources) == ["ui://v/1", "ui://v/2"]
+    assert sorted(server.registry.resources) == ["ui://v/1", "ui://v/2"]
+
+
+def test_the_old_import_path_names_the_same_objects() -> None:
+    """``tornado_mcp.server.apps``, where MCP Apps lived before ``tornado_mcp.extensions``."""
+    from tornado_mcp.server import apps as old
+    assert old.__all__ == apps.__all__
+    assert all(getattr(old, name) is getattr(apps, name) for name in apps.__all__)

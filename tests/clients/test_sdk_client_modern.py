@@ -101,7 +101,7 @@ async def test_listen_receives_a_resource_update_and_a_tools_change(srv: Running
                 tools_list_changed=True, resource_subscriptions=[WATCHED]) as sub:
             assert sub.honored.tools_list_changed is True
             assert sub.honored.resource_subscriptions == [WATCHED]
-            assert len(srv.transport.hub) == 1
+            assert len(srv.transport.listen_index) == 1
             touched = await client.call_tool("touch_resource", {"uri": WATCHED})
             assert text_of(touched) == f"Touched {WATCHED}"
             assert await next_event(sub) == ResourceUpdated(uri=WATCHED)
@@ -111,7 +111,7 @@ async def test_listen_receives_a_resource_update_and_a_tools_change(srv: Running
             tools = await client.list_tools()
             assert "dynamic_tool_1" in {t.name for t in tools.tools}
         # Leaving the listen block closes the stream: its slot is freed.
-        await wait_until(lambda: len(srv.transport.hub) == 0)
+        await wait_until(lambda: len(srv.transport.listen_index) == 0)
 
 
 async def test_listen_ends_gracefully_on_server_close(srv: Running) -> None:

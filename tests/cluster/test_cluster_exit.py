@@ -30,7 +30,7 @@ from redis_proc import RedisProc, redis_fixture  # noqa: F401 - the redis fixtur
 from tornado_mcp.cluster import feed as feed_module
 from tornado_mcp.cluster.feed import Feed
 from tornado_mcp.cluster.link import Link
-from tornado_mcp.options import TransportOptions
+from tornado_mcp.options import Options
 
 #: Cycles of each test: the first is cheap (a few ms each), the second starts a process.
 CANCELLATIONS = 50
@@ -45,7 +45,7 @@ async def test_the_feed_reader_ends_even_when_redis_py_swallows_its_cancellation
     link = Link(redis.url)
     await link.connect()
     delivered: list[str] = []
-    feed = Feed(link, "000000000001", link.namespace, TransportOptions(),
+    feed = Feed(link, "000000000001", link.namespace, Options(),
                 deliver=lambda method, params: delivered.append(method),
                 on_refusal=lambda kind: None)
     await feed.start_at_end()

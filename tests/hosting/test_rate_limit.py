@@ -16,7 +16,7 @@ from mcp_http import assert_refused, example_server, rpc, running
 
 from tornado_mcp import Transport
 from tornado_mcp.engine.middleware import MAX_RATE_BUCKETS, RateLimit
-from tornado_mcp.options import TransportOptions
+from tornado_mcp.options import Options
 from tornado_mcp.protocol.identity import Principal
 from tornado_mcp.transport.handler import MCPHandler
 
@@ -96,7 +96,7 @@ async def test_each_principal_has_its_own_bucket_and_changes_apply_live() -> Non
 @pytest.mark.parametrize("callers", [3, 4], ids=["at-bound", "one-over"])
 def test_bucket_table_is_bounded(callers: int) -> None:
     now = [0.0]
-    limiter = RateLimit(TransportOptions(rate_limit_per_principal=1), max_buckets=3,
+    limiter = RateLimit(Options(rate_limit_per_principal=1), max_buckets=3,
                         clock=lambda: now[0])
     answers = [limiter.take(f"user:{i}") for i in range(callers)]
     assert len(limiter) == 3
@@ -117,7 +117,7 @@ def test_churn_never_frees_a_limited_caller_early(churn: int) -> None:
     bucket is never dropped (the callers over the table wait instead), and the table
     never holds more than its bound."""
     now = [0.0]
-    limiter = RateLimit(TransportOptions(rate_limit_per_principal=2), clock=lambda: now[0])
+    limiter = RateLimit(Options(rate_limit_per_principal=2), clock=lambda: now[0])
     assert limiter.take("victim") is None and limiter.take("victim") is None
     answers = []
     for i in range(churn):
@@ -163,7 +163,7 @@ async def test_a_limited_caller_stays_limited_through_churn_over_the_table() -> 
         assert [await status("victim") for _ in range(2)] == [200, 429]
 def test_bucket_refills_at_the_rate() -> None:
     now = [100.0]
-    limiter = RateLimit(TransportOptions(rate_limit_per_principal=60), clock=lambda: now[0])
+    limiter = RateLimit(Options(rate_limit_per_principal=60), clock=lambda: now[0])
     for _ in range(60):
         assert limiter.take("k") is None
     assert limiter.take("k") == pytest.approx(1.0)

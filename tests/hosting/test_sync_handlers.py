@@ -15,7 +15,7 @@ import tornado.web
 from mcp_http import TIMEOUT, Running, final, modern_meta, result_of, rpc, running, wait_until
 
 from tornado_mcp import Context, Server, Transport
-from tornado_mcp.server.sync_handlers import wait_on_loop
+from tornado_mcp.sync.handlers import wait_on_loop
 
 BLOCK_SECONDS = 2.0
 ROUTE_BUDGET = 0.2  # seconds the host app's route may take while a tool blocks
@@ -171,3 +171,12 @@ async def test_plain_resources_and_prompts_run_in_the_pool_too() -> None:
         assert read["contents"][0]["text"].startswith("tornado-mcp-sync")
         got = result_of(await srv.modern("prompts/get", {"name": "ask"}))
         assert got["messages"][0]["content"]["text"].startswith("tornado-mcp-sync")
+
+
+def test_the_old_import_path_names_the_same_objects() -> None:
+    """``tornado_mcp.server.sync_handlers``, where the pool's calls lived before
+    ``tornado_mcp.sync``."""
+    from tornado_mcp.server import sync_handlers as old
+    from tornado_mcp.sync import handlers
+    assert old.wait_on_loop is handlers.wait_on_loop is wait_on_loop
+    assert all(getattr(old, name) is getattr(handlers, name) for name in old.__all__)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from mcp_http import TIMEOUT
 
-from tornado_mcp.server.sync_pool import SyncPool
+from tornado_mcp.sync.pool import SyncPool
 
 
 def direct(loop: asyncio.AbstractEventLoop, fn: Any, kwargs: dict[str, Any]) -> Any:

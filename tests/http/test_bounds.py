@@ -175,7 +175,7 @@ async def test_resource_subscriptions_must_be_an_array_of_strings(make_server: A
     async with running(make_server()) as srv:
         err = await listen_refused(srv, subs)
         assert "array of strings" in err["message"]
-        assert len(srv.transport.hub) == 0
+        assert len(srv.transport.listen_index) == 0
         assert srv.transport.snapshot().streams == ()
 
 
@@ -280,7 +280,7 @@ async def test_stored_uris_are_an_immutable_set() -> None:
     async with running(subscribe_server()) as srv:
         uris = ["test://a", "test://b", "test://a"]
         await listen_acked(srv, uris, "set")
-        (stream,) = list(srv.transport.hub)
+        (stream,) = list(srv.transport.listen_index)
         assert isinstance(stream.uris, frozenset)
         assert stream.uris == frozenset({"test://a", "test://b"})
         with pytest.raises(AttributeError):
@@ -298,16 +298,16 @@ async def test_listen_id_of_256_characters_is_accepted_and_257_refused() -> None
         try:
             acked = await at.wait_messages(1)
             assert acked[0]["method"] == "notifications/subscriptions/acknowledged"
-            assert len(srv.transport.hub) == 1
+            assert len(srv.transport.listen_index) == 1
         finally:
             at.close()
-        await wait_until(lambda: len(srv.transport.hub) == 0)
+        await wait_until(lambda: len(srv.transport.listen_index) == 0)
         over = await srv.modern("subscriptions/listen", {"notifications": {}},
                                 request_id="i" * (MAX_LISTEN_ID_LENGTH + 1))
         assert over.status == 400
         assert over.json["error"]["code"] == -32600
         assert f"{MAX_LISTEN_ID_LENGTH} characters" in over.json["error"]["message"]
-        assert len(srv.transport.hub) == 0  # nothing retained for the refusal
+        assert len(srv.transport.listen_index) == 0  # nothing retained for the refusal
 
 
 async def test_a_huge_listen_id_is_refused_and_nothing_is_held() -> None:
@@ -316,7 +316,7 @@ async def test_a_huge_listen_id_is_refused_and_nothing_is_held() -> None:
         await stream.wait_closed()
         assert stream.status == 400
         assert stream.messages == [] and json.loads(stream.raw)["error"]["code"] == -32600
-        assert len(srv.transport.hub) == 0
+        assert len(srv.transport.listen_index) == 0
 
 
 # -- initialize: the byte bound -------------------------------------------------------

@@ -103,7 +103,7 @@ async def test_filter_must_be_an_object(srv: Running, notifications: Any) -> Non
     assert err["code"] == -32602
     assert "notifications" in err["message"]
     assert r.json["id"] == "L"
-    assert len(srv.transport.hub) == 0
+    assert len(srv.transport.listen_index) == 0
 
 
 async def test_filter_missing_is_refused(srv: Running) -> None:
@@ -117,14 +117,14 @@ async def test_filter_flags_must_be_booleans(srv: Running, flag_value: Any) -> N
     r = await srv.modern("subscriptions/listen",
                          {"notifications": {"toolsListChanged": flag_value}})
     assert r.status == 400 and listen_error(r)["code"] == -32602
-    assert len(srv.transport.hub) == 0
+    assert len(srv.transport.listen_index) == 0
 
 
 async def test_listen_requires_the_envelope(srv: Running) -> None:
     r = await srv.modern("subscriptions/listen", {"notifications": {}},
                          meta={"io.modelcontextprotocol/protocolVersion": MODERN})
     assert r.status == 400 and listen_error(r)["code"] == -32602
-    assert len(srv.transport.hub) == 0
+    assert len(srv.transport.listen_index) == 0
 
 
 @pytest.mark.parametrize("bad_id", [None, {"a": 1}, True, 1.5])
@@ -136,7 +136,7 @@ async def test_listen_id_must_be_a_string_or_an_integer(bad_id: Any) -> None:
                                modern_header_lines("subscriptions/listen"))
         assert r.status == 400
         assert r.json["error"]["code"] == -32600
-        assert len(srv.transport.hub) == 0
+        assert len(srv.transport.listen_index) == 0
 
 
 # -- the honored subset follows the declared capability flags -------------------------------------
@@ -253,7 +253,7 @@ async def test_ack_is_first_under_a_burst_of_concurrent_notifications() -> None:
             assert all(m["method"] != ACK for m in stream.messages[1:])
             assert all(m["params"]["_meta"] == {SUB_ID: sid} for m in stream.messages)
         assert srv.transport.refusals["max_stream_queue"] == 0
-        assert len(srv.transport.hub) == len(ids)
+        assert len(srv.transport.listen_index) == len(ids)
         # The burst really overlapped the openings: streams got notifications from it.
         assert max(len(s.messages) for s in streams) > 2
 
@@ -422,18 +422,18 @@ async def test_cap_at_and_over() -> None:
         assert err["code"] == -32603
         assert "maximum concurrent subscriptions/listen streams (2)" in err["message"]
         assert r.json["id"] == "c"
-        assert len(srv.transport.hub) == 2
+        assert len(srv.transport.listen_index) == 2
         assert srv.transport.snapshot().refusals["max_listen_subscriptions"] == 1
         # Raising the cap live admits the next one at once.
         srv.transport.options.update({"max_listen_subscriptions": 3})
         held.append(await acked(srv, {}, "c"))
-        assert len(srv.transport.hub) == 3
+        assert len(srv.transport.listen_index) == 3
 
 
 async def test_cap_none_removes_it() -> None:
     async with running(full_server(), max_listen_subscriptions=None) as srv:
         streams = [await acked(srv, {}, i) for i in range(12)]
-        assert len(srv.transport.hub) == len(streams)
+        assert len(srv.transport.listen_index) == len(streams)
 
 
 async def test_two_listens_racing_for_the_last_slot() -> None:
@@ -451,7 +451,7 @@ async def test_two_listens_racing_for_the_last_slot() -> None:
         assert refusal["error"]["code"] == -32603
         assert refusal["id"] == ("race-b" if loser is b else "race-a")
         assert loser.messages == []
-        assert len(srv.transport.hub) == 2
+        assert len(srv.transport.listen_index) == 2
         assert srv.transport.refusals["max_listen_subscriptions"] == 1
         assert not first.ended.is_set()
 
@@ -464,7 +464,7 @@ async def test_keepalive_comment_frames() -> None:
         await stream.wait_for(lambda s: s.comments >= 3, timeout=5)
         assert stream.raw.count(b": ping") >= 3
         assert len(stream.messages) == 1  # comments are not messages
-        assert len(srv.transport.hub) == 1
+        assert len(srv.transport.listen_index) == 1
 
 
 async def test_keepalive_none_sends_no_comments() -> None:
@@ -488,11 +488,11 @@ async def test_disconnect_frees_the_slot_without_a_write() -> None:
         refused = await srv.modern("subscriptions/listen", {"notifications": {}})
         assert refused.status == 503
         first.close()
-        await wait_until(lambda: len(srv.transport.hub) == 0, timeout=5)
+        await wait_until(lambda: len(srv.transport.listen_index) == 0, timeout=5)
         assert srv.transport.snapshot().totals.listen_streams == 0
         second = await acked(srv, {"toolsListChanged": True}, "two")
         assert ack_of(second)["_meta"] == {SUB_ID: "two"}
-        assert len(srv.transport.hub) == 1
+        assert len(srv.transport.listen_index) == 1
 
 
 # -- graceful close -------------------------------------------------------------------------------
@@ -510,7 +510,7 @@ async def test_graceful_close_sends_every_stream_its_result() -> None:
             assert stream.messages[-1] == {
                 "jsonrpc": "2.0", "id": listen_id,
                 "result": {"resultType": "complete", "_meta": {SUB_ID: listen_id}}}
-        assert len(srv.transport.hub) == 0
+        assert len(srv.transport.listen_index) == 0
         server.notify_tools_list_changed()  # nothing left to write to, nothing raised
         assert all(len(s.messages) == 3 for s in streams)
         late = await srv.modern("subscriptions/listen", {"notifications": {}})
@@ -542,7 +542,7 @@ async def test_serve_subscriptions_listen_false() -> None:
         assert r.status == 404
         assert listen_error(r)["code"] == -32601
         assert r.json["id"] == "no"
-        assert len(srv.transport.hub) == 0
+        assert len(srv.transport.listen_index) == 0
         expected = {"tools": {}, "resources": {}, "prompts": {}, "logging": {},
                     "completions": {},
                     "extensions": {"io.modelcontextprotocol/tasks": {},
@@ -595,7 +595,7 @@ async def test_slow_consumer_is_disconnected_and_others_keep_receiving(srv: Runn
     healthy = await acked(srv, {"resourceSubscriptions": [*uris, "test://small"]}, "healthy")
     sock = await open_stuck_listen(srv, uris)
     try:
-        await wait_until(lambda: len(srv.transport.hub) == 2)
+        await wait_until(lambda: len(srv.transport.listen_index) == 2)
         sent = 0
         # Lockstep: each round stays under the queue bound for a stream that keeps up.
         while srv.transport.refusals["max_stream_queue"] == 0 and sent < 2000:
@@ -603,7 +603,7 @@ async def test_slow_consumer_is_disconnected_and_others_keep_receiving(srv: Runn
             sent += 1
             await healthy.wait_for(lambda s, want=1 + sent: len(s.messages) >= want)  # type: ignore[misc]
         assert srv.transport.refusals["max_stream_queue"] == 1
-        await wait_until(lambda: len(srv.transport.hub) == 1)
+        await wait_until(lambda: len(srv.transport.listen_index) == 1)
         assert [s.subscription_id for s in srv.transport.snapshot().streams] == ["healthy"]
         # The healthy stream got every notification addressed to it, in order, and still does.
         srv.server.notify_resources_updated("test://small")
@@ -623,15 +623,15 @@ async def test_a_stalled_consumer_is_disconnected_even_when_its_changes_coalesce
     big = "test://big/" + "x" * 60_000
     sock = await open_stuck_listen(srv, [big])
     try:
-        await wait_until(lambda: len(srv.transport.hub) == 1)
+        await wait_until(lambda: len(srv.transport.listen_index) == 1)
         # Keep changing it, yielding so each write goes out, until the socket buffers are
         # full: the pending write then makes no progress and the stall bound fires.
         for _ in range(20_000):
-            if not srv.transport.hub or srv.transport.refusals["stream_stall_timeout"]:
+            if not srv.transport.listen_index or srv.transport.refusals["stream_stall_timeout"]:
                 break
             srv.server.notify_resources_updated(big)
             await asyncio.sleep(0)  # a yield to the loop, not a timed wait
-        await wait_until(lambda: len(srv.transport.hub) == 0)
+        await wait_until(lambda: len(srv.transport.listen_index) == 0)
         assert srv.transport.refusals["stream_stall_timeout"] == 1
         assert srv.transport.refusals["max_stream_queue"] == 0
     finally:

@@ -115,6 +115,7 @@ async def test_the_fast_path_learns_that_its_client_left_while_it_answers() -> N
             ("Content-Type", "application/json"),
             ("Accept", "application/json, text/event-stream"),
             ("MCP-Protocol-Version", MODERN), ("Mcp-Method", "subscriptions/listen")], body))
-        await wait_until(lambda: len(srv.transport.hub) == 1)
+        await wait_until(lambda: len(srv.transport.listen_index) == 1)
         conn.close()
-        await wait_until(lambda: len(srv.transport.hub) == 0 and srv.transport.in_progress == 0)
+        await wait_until(lambda: len(srv.transport.listen_index) == 0
+                         and srv.transport.in_progress == 0)

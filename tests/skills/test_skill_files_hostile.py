@@ -21,8 +21,7 @@ from mcp_http import result_of, running
 from test_skills import make_skill
 
 from tornado_mcp import Server
-from tornado_mcp.protocol import INVALID_PARAMS
-from tornado_mcp.server.skill_files import (
+from tornado_mcp.extensions.skills.files import (
     MAX_FRONTMATTER_BYTES,
     MAX_FRONTMATTER_DEPTH,
     MAX_FRONTMATTER_VALUES,
@@ -31,6 +30,7 @@ from tornado_mcp.server.skill_files import (
     parse_frontmatter,
     read_confined,
 )
+from tornado_mcp.protocol import INVALID_PARAMS
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -23,8 +23,8 @@ from mcp_http import (
 )
 
 from tornado_mcp import Server
+from tornado_mcp.extensions.skills import MAX_SKILL_SUBSCRIPTIONS, SKILLS_EXTENSION, SkillError
 from tornado_mcp.protocol import INVALID_PARAMS
-from tornado_mcp.server.skills import MAX_SKILL_SUBSCRIPTIONS, SKILLS_EXTENSION, SkillError
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -224,7 +224,7 @@ def test_directory_read_is_not_offered_when_turned_off() -> None:
     server.skills.directory_read = False
     server.add_skill("one", skill_md("one"))
     assert server.capabilities["extensions"][SKILLS_EXTENSION] == {}
-    methods = server._methods  # the methods the extension installed
+    methods = server.registry.methods  # the methods the extension installed
     assert "resources/directory/read" not in methods
     assert "skills/list" in methods and "skills/get" in methods
 
@@ -547,3 +547,11 @@ async def test_a_nested_skill_is_its_own_entry_and_part_of_the_outer_manifest(
                                                           "skill://acme/outer/inner/steps.md"]
         listed = {r["uri"]: r for r in (await call(srv, "resources/list", {}))["resources"]}
         assert listed["skill://acme/outer/inner/SKILL.md"]["name"] == "inner"
+
+
+def test_the_old_import_path_names_the_same_objects() -> None:
+    """``tornado_mcp.server.skills``, where skills lived before ``tornado_mcp.extensions``."""
+    from tornado_mcp.extensions import skills
+    from tornado_mcp.server import skills as old
+    assert old.__all__ == skills.__all__
+    assert all(getattr(old, name) is getattr(skills, name) for name in skills.__all__)

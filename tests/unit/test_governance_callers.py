@@ -12,10 +12,10 @@ import pytest
 from tornado_mcp import Server
 from tornado_mcp.engine import governance
 from tornado_mcp.engine.governance import Governance
-from tornado_mcp.options import TransportOptions
+from tornado_mcp.options import Options
 from tornado_mcp.protocol.identity import Principal
 from tornado_mcp.server.context import Context
-from tornado_mcp.server.sync_handlers import SyncRunner
+from tornado_mcp.sync.handlers import SyncRunner
 
 
 def setup() -> tuple[Server, Governance]:
@@ -25,7 +25,7 @@ def setup() -> tuple[Server, Governance]:
     def echo(text: str) -> str:
         return text
 
-    return server, Governance(server, TransportOptions(), SyncRunner(None))
+    return server, Governance(server, Options(), SyncRunner(None))
 
 
 def context(server: Server, who: str) -> Context:

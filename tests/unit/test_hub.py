@@ -1,4 +1,4 @@
-"""The notification hub: which listen streams a notification reaches, the message each gets
+"""The listen index: which listen streams a notification reaches, the message each gets
 (encoded JSON: the engine frames nothing, each channel frames for its wire), and
 ``change_key`` (what makes two notifications the same change)."""
 
@@ -12,8 +12,8 @@ import pytest
 from tornado_mcp.engine.listen_index import (
     LIST_CHANGED,
     LISTEN_METHODS,
+    ListenIndex,
     ListenStream,
-    NotificationHub,
     change_key,
 )
 from tornado_mcp.protocol import META_SUBSCRIPTION_ID
@@ -101,19 +101,19 @@ def test_listen_streams_get_distinct_ids() -> None:
     assert len({stream().id for _ in range(100)}) == 100
 
 
-# -- NotificationHub ------------------------------------------------------------------------------
+# -- ListenIndex ------------------------------------------------------------------------------
 
 def test_list_changed_reaches_exactly_the_streams_with_that_flag() -> None:
-    hub = NotificationHub()
+    index = ListenIndex()
     tools = stream("t", flags=("toolsListChanged",))
     both = stream("b", flags=("toolsListChanged", "promptsListChanged"))
     none = stream("n", uris=("test://a",))
     for s in (tools, both, none):
-        hub.add(s)
-    assert len(hub) == 3
-    assert hub.publish("notifications/tools/list_changed", None) == 2
-    assert hub.publish("notifications/prompts/list_changed", None) == 1
-    assert hub.publish("notifications/resources/list_changed", None) == 0
+        index.add(s)
+    assert len(index) == 3
+    assert index.publish("notifications/tools/list_changed", None) == 2
+    assert index.publish("notifications/prompts/list_changed", None) == 1
+    assert index.publish("notifications/resources/list_changed", None) == 0
     assert sent(tools) == [{"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
                             "params": {"_meta": {META_SUBSCRIPTION_ID: "t"}}}]
     assert [m["method"] for m in sent(both)] == ["notifications/tools/list_changed",
@@ -122,15 +122,15 @@ def test_list_changed_reaches_exactly_the_streams_with_that_flag() -> None:
 
 
 def test_resource_updated_reaches_exactly_the_streams_naming_the_uri() -> None:
-    hub = NotificationHub()
+    index = ListenIndex()
     a = stream(1, uris=("test://a", "test://b"))
     b = stream(2, uris=("test://b",))
-    hub.add(a)
-    hub.add(b)
-    assert hub.publish(RESOURCE_UPDATED, {"uri": "test://a"}) == 1
-    assert hub.publish(RESOURCE_UPDATED, {"uri": "test://b", "_meta": {"x": 1}}) == 2
-    assert hub.publish(RESOURCE_UPDATED, {"uri": "test://c"}) == 0
-    assert hub.publish(RESOURCE_UPDATED, None) == 0
+    index.add(a)
+    index.add(b)
+    assert index.publish(RESOURCE_UPDATED, {"uri": "test://a"}) == 1
+    assert index.publish(RESOURCE_UPDATED, {"uri": "test://b", "_meta": {"x": 1}}) == 2
+    assert index.publish(RESOURCE_UPDATED, {"uri": "test://c"}) == 0
+    assert index.publish(RESOURCE_UPDATED, None) == 0
     assert sent(a) == [
         {"jsonrpc": "2.0", "method": RESOURCE_UPDATED,
          "params": {"_meta": {META_SUBSCRIPTION_ID: 1}, "uri": "test://a"}},
@@ -141,11 +141,11 @@ def test_resource_updated_reaches_exactly_the_streams_naming_the_uri() -> None:
 
 
 def test_frames_carry_the_change_key() -> None:
-    hub = NotificationHub()
+    index = ListenIndex()
     s = stream(flags=("toolsListChanged",), uris=("test://a",))
-    hub.add(s)
-    hub.publish("notifications/tools/list_changed", None)
-    hub.publish(RESOURCE_UPDATED, {"uri": "test://a"})
+    index.add(s)
+    index.publish("notifications/tools/list_changed", None)
+    index.publish(RESOURCE_UPDATED, {"uri": "test://a"})
     assert [key for _data, key in s.channel.sent] == [  # type: ignore[attr-defined]
         "notifications/tools/list_changed", (RESOURCE_UPDATED, "test://a")]
 
@@ -153,47 +153,47 @@ def test_frames_carry_the_change_key() -> None:
 @pytest.mark.parametrize("method", ["notifications/message", "notifications/progress",
                                     "notifications/tools/list_changed_not"])
 def test_other_notifications_reach_no_stream(method: str) -> None:
-    hub = NotificationHub()
+    index = ListenIndex()
     s = stream(flags=tuple(LIST_CHANGED.values()), uris=("test://a",))
-    hub.add(s)
-    assert hub.publish(method, {"uri": "test://a"}) == 0
+    index.add(s)
+    assert index.publish(method, {"uri": "test://a"}) == 0
     assert s.channel.sent == []  # type: ignore[attr-defined]
 
 
 def test_publish_counts_only_streams_that_took_the_frame() -> None:
-    hub = NotificationHub()
+    index = ListenIndex()
     taking = stream("ok", flags=("toolsListChanged",))
     closed = stream("gone", flags=("toolsListChanged",), channel=Channel(accept=False))
-    hub.add(taking)
-    hub.add(closed)
-    assert hub.publish("notifications/tools/list_changed", None) == 1
+    index.add(taking)
+    index.add(closed)
+    assert index.publish("notifications/tools/list_changed", None) == 1
     assert len(closed.channel.sent) == 1  # type: ignore[attr-defined]
 
 
 def test_remove_unindexes_the_stream_and_is_idempotent() -> None:
-    hub = NotificationHub()
+    index = ListenIndex()
     a = stream("a", flags=("toolsListChanged",), uris=("test://a", "test://shared"))
     b = stream("b", uris=("test://shared",))
-    hub.add(a)
-    hub.add(b)
-    assert hub.get(a.id) is a
-    assert hub.remove(a) is True
-    assert hub.remove(a) is False
-    assert hub.get(a.id) is None
-    assert len(hub) == 1 and list(hub) == [b]
-    assert hub.publish("notifications/tools/list_changed", None) == 0
-    assert hub.publish(RESOURCE_UPDATED, {"uri": "test://a"}) == 0
-    assert hub.publish(RESOURCE_UPDATED, {"uri": "test://shared"}) == 1
-    assert hub._by_uri == {"test://shared": b}  # one watcher left: the stream, no set
-    assert hub.remove(b) is True
-    assert hub._by_uri == {} and len(hub) == 0
+    index.add(a)
+    index.add(b)
+    assert index.get(a.id) is a
+    assert index.remove(a) is True
+    assert index.remove(a) is False
+    assert index.get(a.id) is None
+    assert len(index) == 1 and list(index) == [b]
+    assert index.publish("notifications/tools/list_changed", None) == 0
+    assert index.publish(RESOURCE_UPDATED, {"uri": "test://a"}) == 0
+    assert index.publish(RESOURCE_UPDATED, {"uri": "test://shared"}) == 1
+    assert index._by_uri == {"test://shared": b}  # one watcher left: the stream, no set
+    assert index.remove(b) is True
+    assert index._by_uri == {} and len(index) == 0
 
 
 def test_iterating_is_over_a_copy() -> None:
-    hub = NotificationHub()
+    index = ListenIndex()
     streams = [stream(i) for i in range(3)]
     for s in streams:
-        hub.add(s)
-    for s in hub:
-        hub.remove(s)
-    assert len(hub) == 0
+        index.add(s)
+    for s in index:
+        index.remove(s)
+    assert len(index) == 0

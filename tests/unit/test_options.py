@@ -1,4 +1,4 @@
-"""TransportOptions and OptionSpec: defaults, validation and coercion, ``None`` for nullable
+"""Options and OptionSpec: defaults, validation and coercion, ``None`` for nullable
 bounds, stateless rules, and live updates (no HTTP; see tests/http/test_live_limits.py)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from tornado_mcp.options import (
     OPTION_SPECS,
     SPECS_BY_NAME,
     OptionError,
-    TransportOptions,
+    Options,
 )
 
 NULLABLE = sorted(s.name for s in OPTION_SPECS if s.nullable)
@@ -29,14 +29,14 @@ BOOLS = sorted(s.name for s in OPTION_SPECS if s.kind == "bool")
 
 def refused(**values: Any) -> OptionError:
     with pytest.raises(OptionError) as info:
-        TransportOptions(**values)
+        Options(**values)
     return info.value
 
 
 # -- defaults ----------------------------------------------------------------------------------
 
 def test_defaults_are_the_documented_ones() -> None:
-    o = TransportOptions()
+    o = Options()
     assert o.stateless is False and o.json_response is False
     assert o.session_idle_timeout == 1800.0
     assert o.max_sessions == 10_000
@@ -93,7 +93,7 @@ def test_host_lists_refuse_non_string_lists(name: str, bad: Any) -> None:
 
 
 def test_host_lists_are_normalised_to_lowercase_tuples() -> None:
-    o = TransportOptions(allowed_hosts=["MCP.Example.com"], allowed_origins="https://A.example, ")
+    o = Options(allowed_hosts=["MCP.Example.com"], allowed_origins="https://A.example, ")
     assert o.allowed_hosts == ("mcp.example.com",)
     assert o.allowed_origins == ("https://a.example",)
 
@@ -121,15 +121,15 @@ def test_transport_validates_at_construction() -> None:
         Transport(Server("s"), max_request_bytes=0)
     assert "max_request_bytes" in info.value.errors
     with pytest.raises(TypeError):
-        Transport(Server("s"), options=TransportOptions(), max_sessions=3)
+        Transport(Server("s"), options=Options(), max_sessions=3)
 
 
 # -- None --------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", NULLABLE)
 def test_none_removes_a_nullable_bound(name: str) -> None:
-    assert getattr(TransportOptions(**{name: None}), name) is None
-    assert getattr(TransportOptions(**{name: "none"}), name) is None  # the CLI spelling
+    assert getattr(Options(**{name: None}), name) is None
+    assert getattr(Options(**{name: "none"}), name) is None  # the CLI spelling
 
 
 @pytest.mark.parametrize("name", NOT_NULLABLE_BOUNDS)
@@ -153,12 +153,12 @@ def test_stateless_refuses_an_idle_timeout() -> None:
 
 
 def test_stateless_drops_the_default_idle_timeout() -> None:
-    assert TransportOptions(stateless=True).session_idle_timeout is None
-    assert TransportOptions(stateless=True, session_idle_timeout=None).stateless is True
+    assert Options(stateless=True).session_idle_timeout is None
+    assert Options(stateless=True, session_idle_timeout=None).stateless is True
 
 
 def test_stateless_refuses_a_live_idle_timeout_too() -> None:
-    o = TransportOptions(stateless=True)
+    o = Options(stateless=True)
     with pytest.raises(OptionError) as info:
         o.update({"session_idle_timeout": 10})
     assert "session_idle_timeout" in info.value.errors
@@ -168,7 +168,7 @@ def test_stateless_refuses_a_live_idle_timeout_too() -> None:
 # -- live updates -------------------------------------------------------------------------------
 
 def test_update_applies_and_notifies_listeners() -> None:
-    o = TransportOptions(max_sessions=5)
+    o = Options(max_sessions=5)
     seen: list[tuple[dict[str, tuple[Any, Any]], str]] = []
     o.subscribe(lambda diff, actor: seen.append((diff, actor)))
     diff = o.update({"max_sessions": 10, "max_request_bytes": 1000}, actor="ops")
@@ -178,7 +178,7 @@ def test_update_applies_and_notifies_listeners() -> None:
 
 
 def test_update_without_a_change_notifies_nobody() -> None:
-    o = TransportOptions(max_sessions=5)
+    o = Options(max_sessions=5)
     seen: list[Any] = []
     o.subscribe(lambda diff, actor: seen.append(diff))
     assert o.update({"max_sessions": 5}) == {}
@@ -186,7 +186,7 @@ def test_update_without_a_change_notifies_nobody() -> None:
 
 
 def test_update_is_all_or_nothing() -> None:
-    o = TransportOptions(max_sessions=5)
+    o = Options(max_sessions=5)
     seen: list[Any] = []
     o.subscribe(lambda diff, actor: seen.append(diff))
     before = o.as_dict()
@@ -199,7 +199,7 @@ def test_update_is_all_or_nothing() -> None:
 
 @pytest.mark.parametrize("name", sorted(set(SPECS_BY_NAME) - set(LIVE_OPTIONS)))
 def test_non_live_options_are_refused_by_update(name: str) -> None:
-    o = TransportOptions()
+    o = Options()
     before = o.as_dict()
     value = {"bool": True, "hosts": ["x.example"], "versions": ["2025-11-25"], "int": 2,
              "seconds": 7.0}[
@@ -211,7 +211,7 @@ def test_non_live_options_are_refused_by_update(name: str) -> None:
 
 
 def test_attribute_assignment_goes_through_update() -> None:
-    o = TransportOptions()
+    o = Options()
     o.max_sessions = 3
     assert o.max_sessions == 3
     with pytest.raises(OptionError):
@@ -222,7 +222,7 @@ def test_attribute_assignment_goes_through_update() -> None:
 
 
 def test_none_removes_a_bound_live() -> None:
-    o = TransportOptions(max_sessions=2)
+    o = Options(max_sessions=2)
     assert o.update({"max_sessions": None}) == {"max_sessions": (2, None)}
     assert o.max_sessions is None
     with pytest.raises(OptionError):
@@ -326,7 +326,7 @@ def test_flags_are_the_names_with_dashes() -> None:
 
 
 def test_update_messages_for_unknown_and_not_live_options() -> None:
-    o = TransportOptions()
+    o = Options()
     with pytest.raises(OptionError) as info:
         o.update({"stateless": True})
     assert info.value.errors == {"stateless": "cannot be changed while the server runs"}
@@ -336,12 +336,12 @@ def test_update_messages_for_unknown_and_not_live_options() -> None:
 
 
 def test_repr_lists_only_what_differs_from_the_defaults() -> None:
-    assert repr(TransportOptions()) == "TransportOptions()"
-    assert repr(TransportOptions(max_sessions=5)) == "TransportOptions(max_sessions=5)"
+    assert repr(Options()) == "Options()"
+    assert repr(Options(max_sessions=5)) == "Options(max_sessions=5)"
 
 
 def test_tool_bounds_take_json_text_and_name_the_bad_field() -> None:
-    opts = TransportOptions(tool_bounds='{"slow": {"timeout": 2, "max_concurrency": null}}')
+    opts = Options(tool_bounds='{"slow": {"timeout": 2, "max_concurrency": null}}')
     assert opts.tool_bounds == {"slow": {"timeout": 2.0, "max_concurrency": None}}
     for bad, message in (({"slow": {"timeout": -1}}, "slow.timeout must be a positive"),
                          ({"slow": {"timeout": "2"}}, "slow.timeout must be a positive"),

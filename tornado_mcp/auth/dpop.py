@@ -240,7 +240,8 @@ class SharedReplays(Protocol):
     """A replay cache shared by the processes of a cluster (set by the cluster on
     :attr:`DPoP.shared`): :meth:`record` answers ``None`` when recorded, else the refusal;
     it raises ``ConnectionError`` (or ``OSError``) when it cannot be reached, and the
-    process's own cache is used meanwhile."""
+    process's own cache is used meanwhile.  A Protocol because the cluster is a layer
+    above this one."""
 
     async def record(self, caller: str, digest: bytes, ttl: float,
                      per_caller: int) -> DPoPError | None: ...

@@ -37,6 +37,10 @@ class TokenVerifier(Protocol):
 
     ``resource`` is the audience a token must be meant for, unless the verifier was given
     its own (RFC 8707: a token minted for another resource is refused, never passed on).
+
+    A Protocol for its implementations: :class:`~tornado_mcp.auth.JWTVerifier`,
+    :class:`~tornado_mcp.auth.IntrospectionVerifier`, the issuer's in-process verifier,
+    and any an application writes.
     """
 
     async def verify(self, token: str, resource: str) -> Principal:

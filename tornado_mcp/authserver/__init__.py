@@ -25,7 +25,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import jinja2
@@ -37,7 +37,7 @@ from ..issuer.keys import KeyRing
 from ..issuer.policy import Policy, is_loopback
 from ..issuer.server import Issuer
 from ..issuer.store import IssuerStore, MemoryStore
-from ..options import TransportOptions
+from ..options import Options
 from ..protocol import Refusal
 from .handlers import (
     JWKSHandler,
@@ -48,19 +48,13 @@ from .handlers import (
 )
 from .pages import AuthorizePage, local_next
 
+if TYPE_CHECKING:
+    from ..transport import Transport
+
 __all__ = ["Policy", "SignIn", "local_next"]
 
 HERE = Path(__file__).resolve().parent
 WELL_KNOWN = "/.well-known/oauth-authorization-server"
-
-
-class TransportLike(Protocol):
-    """What :meth:`SignIn.routes` uses of a :class:`~tornado_mcp.Transport`."""
-
-    @property
-    def options(self) -> TransportOptions: ...
-
-    def count_refusal(self, kind: Refusal) -> None: ...
 
 
 def default_subject(user: Any) -> str:
@@ -117,7 +111,7 @@ class SignIn:
         #: Store outages are logged, one line a minute.
         self.outage = Throttled(logging.getLogger("tornado_mcp.authserver"))
         self._count: Callable[[Refusal], None] = self._count_here
-        options = TransportOptions()
+        options = Options()
         offered = dict(scopes) if isinstance(scopes, Mapping) else dict.fromkeys(scopes, "")
         endpoint = self.base_url + prefix
         urls = {name: f"{endpoint}/{name}" for name in
@@ -158,7 +152,7 @@ class SignIn:
         kwargs.setdefault("scopes_supported", list(self.issuer.scopes))
         return OAuthResource(self.verifier, [self.base_url], resource=resource, **kwargs)
 
-    def routes(self, transport: TransportLike | None = None) -> list[tuple[Any, ...]]:
+    def routes(self, transport: Transport | None = None) -> list[tuple[Any, ...]]:
         """URL rules for the authorization server; with ``transport`` its live options
         bound registration and its refusal counters count what is refused."""
         if transport is not None:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ..auth.dpop import DPoP
     from ..server.session import Session
     from ..transport import Transport
-    from ..transport.exchange import Exchange
+    from ..transport.flow import RequestFlow
 
 #: What a client is asked to wait before retrying a session whose owner is uncertain.
 RETRY_AFTER_S = 1.0
@@ -217,7 +217,7 @@ class Cluster:
             return None
         return await self.members.lookup(owner)
 
-    async def find_session(self, h: Exchange, session_id: str,
+    async def find_session(self, h: RequestFlow, session_id: str,
                            body: bytes | None) -> Session | None:
         """For the transport, a legacy session it does not hold: adopted here, or the
         request forwarded to the process holding it, or a 503 while that cannot be
@@ -250,7 +250,8 @@ class Cluster:
         await self.caps.loop(self.members.interval)
 
     def _held(self, kind: str) -> int:
-        return len(self.transport.sessions) if kind == "sessions" else len(self.transport.hub)
+        held = self.transport.sessions if kind == "sessions" else self.transport.listen_index
+        return len(held)
 
     def _cap(self, kind: str) -> int | None:
         opts = self.transport.options
@@ -281,7 +282,7 @@ class Cluster:
         self._counts_due = False
         t = self.transport
         self.feed.push({"k": "c", "t": repr(time.time()), "ss": len(t.sessions),
-                        "ls": len(t.hub)})
+                        "ls": len(t.listen_index)})
 
     # -- introspection ------------------------------------------------------------------------
     def snapshot(self) -> ClusterSnapshot:

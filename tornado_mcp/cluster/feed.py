@@ -29,7 +29,7 @@ from collections.abc import Callable
 from itertools import islice
 from typing import Any
 
-from ..options import TransportOptions
+from ..options import Options
 from ..protocol import Refusal, jsonio
 from .link import DOWN, Link
 
@@ -66,7 +66,7 @@ class Feed:
     """
 
     def __init__(self, link: Link, process_id: str, namespace: str,
-                 options: TransportOptions, *,
+                 options: Options, *,
                  deliver: Callable[[str, dict[str, Any] | None], Any],
                  on_refusal: Callable[[Refusal], None]) -> None:
         self.link = link

@@ -36,7 +36,7 @@ from .link import DOWN, log
 
 if TYPE_CHECKING:
     from ..engine.middleware import RateLimit
-    from .member import Member
+    from .core import Cluster
 
 
 #: Takes one token from the caller's bucket (KEYS[1]) of capacity ARGV[1] tokens refilled
@@ -80,7 +80,7 @@ class SharedRateLimit:
     what this process knows of them when Redis cannot answer (see the module docstring).
     ``clock`` is where times are read (monotonic seconds)."""
 
-    def __init__(self, cluster: Member, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, cluster: Cluster, clock: Callable[[], float] = time.monotonic) -> None:
         self.cluster = cluster
         self.clock = clock
         self.prefix = f"{cluster.namespace}:rate:"
@@ -167,7 +167,7 @@ class Outage:
     """How long this process has been unable to reach Redis, sampled a few times per
     heartbeat TTL (and on every readiness check)."""
 
-    def __init__(self, cluster: Member) -> None:
+    def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
         self.down_since: float | None = None
         ttl = cluster.transport.options.cluster_heartbeat_ttl
@@ -200,7 +200,7 @@ class Outage:
         return f"Redis unreachable for {down:.1f} s (past cluster_heartbeat_ttl, {ttl:g} s)"
 
 
-def attach(cluster: Member) -> SharedRateLimit:
+def attach(cluster: Cluster) -> SharedRateLimit:
     """Join the engine of ``cluster``'s transport to the cluster: the shared rate limit
     (returned), the process id in audit records, the readiness check."""
     engine = cluster.transport.engine

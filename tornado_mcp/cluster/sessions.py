@@ -47,8 +47,8 @@ from .members import LOOKUP_TIMEOUT
 
 if TYPE_CHECKING:
     from ..transport import Transport
-    from ..transport.exchange import Exchange
-    from .member import Member
+    from ..transport.flow import RequestFlow
+    from .core import Cluster
 
 log = logging.getLogger("tornado_mcp.cluster")
 
@@ -86,7 +86,7 @@ def retry(message: str = UNCONFIRMED) -> Reply:
 class Sessions:
     """One process's part in keeping legacy sessions alive across the cluster."""
 
-    def __init__(self, cluster: Member) -> None:
+    def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
         self.link = cluster.link
         self.members = cluster.members
@@ -112,7 +112,7 @@ class Sessions:
         return max(1000, int((idle if idle is not None else RECORD_TTL_S) * 1000))
 
     # -- a session this process does not hold -------------------------------------------------
-    async def find(self, h: Exchange, session_id: str, body: bytes | None) -> Session | None:
+    async def find(self, h: RequestFlow, session_id: str, body: bytes | None) -> Session | None:
         """The session, adopted here; or forward the request to the process holding it
         (raises :class:`~tornado_mcp.transport.forward.Forwarded`); or raise a 503 while
         it moves or cannot be confirmed; ``None`` when it is gone (404)."""
@@ -126,7 +126,7 @@ class Sessions:
                 return await self._via(h, info, session_id, body, relayed)
         return await self._by_record(h, session_id, owner, body, relayed)
 
-    async def _via(self, h: Exchange, info: ProcessInfo, session_id: str, body: bytes | None,
+    async def _via(self, h: RequestFlow, info: ProcessInfo, session_id: str, body: bytes | None,
                    relayed: bool, second: bool = False) -> Session | None:
         """Forward to ``info``; when nothing answers there, ask Redis whether it lives
         (and, the first time, whether the session moved: at most two hops are tried)."""
@@ -148,7 +148,7 @@ class Sessions:
                                          relayed)
         return None  # pragma: no cover - forward always raises
 
-    async def _by_record(self, h: Exchange, session_id: str, owner: str, body: bytes | None,
+    async def _by_record(self, h: RequestFlow, session_id: str, owner: str, body: bytes | None,
                          relayed: bool) -> Session | None:
         found = await self._lookup(session_id)
         if found is None:
@@ -171,14 +171,14 @@ class Sessions:
             return await self._via(h, info, session_id, body, relayed, second=True)
         return await self._last_seen(h, holder, body, relayed)
 
-    async def _unrecorded(self, h: Exchange, session_id: str, owner: str, body: bytes | None,
+    async def _unrecorded(self, h: RequestFlow, session_id: str, owner: str, body: bytes | None,
                           relayed: bool) -> Session | None:
         """No record: the owner still holds it (draining, not yet let go), or it ended."""
         if owner in self.members.draining or owner in self.members.others:
             raise retry(MOVING)
         return await self._last_seen(h, owner, body, relayed)
 
-    async def _last_seen(self, h: Exchange, holder: str, body: bytes | None,
+    async def _last_seen(self, h: RequestFlow, holder: str, body: bytes | None,
                          relayed: bool) -> Session | None:
         """A holder whose heartbeat expired: cut off from Redis (still serving where it
         was reached, so forwarded there), or dead (``None``: 404); 503 while unsure."""
@@ -206,7 +206,7 @@ class Sessions:
         return state.decode(), (holder or b"").decode(), data
 
     # -- adopting -----------------------------------------------------------------------------
-    async def _adopt_it(self, h: Exchange, session_id: str, raw: bytes | None) -> Session | None:
+    async def _adopt_it(self, h: RequestFlow, session_id: str, raw: bytes | None) -> Session | None:
         """Adopt the free session; a request for it that arrives meanwhile joins this."""
         if self.cluster.closed or self.transport.closing:
             raise retry(MOVING)
@@ -230,7 +230,7 @@ class Sessions:
             raise retry(MOVING)  # the adoption failed: the next try tells why
         return session  # the transport checks it is this caller's
 
-    async def _take(self, h: Exchange, session_id: str, raw: bytes | None) -> Session | None:
+    async def _take(self, h: RequestFlow, session_id: str, raw: bytes | None) -> Session | None:
         try:
             data = jsonio.loads(raw or b"")
             caller = data["caller"]

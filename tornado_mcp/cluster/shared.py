@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..options import LIVE_OPTIONS, OptionError, TransportOptions
+from ..options import LIVE_OPTIONS, OptionError, Options
 from ..protocol import jsonio
 from ..server.request_state import RequestStateCodec
 from ..server.server import Server
@@ -86,7 +86,7 @@ class SharedConfig:
     process in the audit entries of its changes."""
 
     def __init__(self, link: Link, process_id: str, namespace: str,
-                 options: TransportOptions, server: Server,
+                 options: Options, server: Server,
                  push: Callable[[dict[str, Any]], None], host: str, pid: int) -> None:
         self.link = link
         self.process_id = process_id

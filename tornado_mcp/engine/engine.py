@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
-from ..options import TransportOptions
+from ..options import Options
 from ..protocol import (
     INVALID_REQUEST,
     PING,
@@ -47,8 +47,8 @@ from ..server.builtins import as_unknown
 from ..server.context import Context, HTTPRequestFacts, RequestChannel
 from ..server.server import Server
 from ..server.session import Session, SessionStore
-from ..server.sync_handlers import CURRENT as CURRENT_RUNNER
-from ..server.sync_handlers import SyncRunner
+from ..sync.handlers import CURRENT as CURRENT_RUNNER
+from ..sync.handlers import SyncRunner
 from ..tasks import methods as task_methods
 from ..tasks.manager import TaskManager
 from ..tasks.record import TaskRecord
@@ -56,7 +56,7 @@ from ..tasks.store import TaskStore
 from ..tasks.support import support_of
 from .governance import GOVERNED, Governance
 from .lifecycle import Lifecycle
-from .listen_index import NotificationHub
+from .listen_index import ListenIndex
 from .middleware import Chain, Middleware, RateLimit
 from .task_watch import Watchers
 
@@ -71,7 +71,8 @@ RETRY_AFTER_SHUTDOWN_S = 5
 class Channel(RequestChannel, Protocol):
     """What the engine needs of a transport's way back to the client, beyond the
     :class:`~tornado_mcp.server.context.RequestChannel` a ``Context`` uses: a slot for the
-    request's context."""
+    request's context.  Implemented in the transports above (an HTTP request's
+    ``RequestStream``, a stdio request's channel)."""
 
     ctx: Context | None
 
@@ -92,7 +93,7 @@ class Engine:
     session that ended (its streams).
     """
 
-    def __init__(self, server: Server, options: TransportOptions, *,
+    def __init__(self, server: Server, options: Options, *,
                  middleware: Sequence[Middleware] = (), task_store: TaskStore | None = None,
                  remote_count: Callable[[str], int] | None = None,
                  on_session_removed: Callable[[Session], None] | None = None) -> None:
@@ -107,7 +108,7 @@ class Engine:
             lambda: _less(options.max_sessions, self.remote_count("sessions")),
             lambda: options.session_idle_timeout, self.lifecycle.session_removed)
         #: Acknowledged ``subscriptions/listen`` streams, indexed by what they watch.
-        self.hub = NotificationHub()
+        self.listen_index = ListenIndex()
         #: The per-principal rate limit (idle while ``rate_limit_per_principal`` is None).
         self.rate_limit = RateLimit(options)
         self.middleware = Chain(self.rate_limit, middleware, server.middleware)

@@ -44,12 +44,12 @@ from ..protocol import (
 from ..protocol.errors import MCPError, Refused
 from ..protocol.identity import caller_key
 from ..server.bounds import CallBounds
-from ..server.sync_handlers import CURRENT as CURRENT_RUNNER
-from ..server.sync_handlers import SyncRunner
+from ..sync.handlers import CURRENT as CURRENT_RUNNER
+from ..sync.handlers import SyncRunner
 from .audit import TRACE_ID, AuditTrail, bounded, bounded_id, digest, kept_arguments
 
 if TYPE_CHECKING:
-    from ..options import TransportOptions
+    from ..options import Options
     from ..server.context import Context
     from ..server.server import Server
 
@@ -142,7 +142,7 @@ def _nothing() -> None:
 class Governance:
     """One engine's call bounds, statistics and audit trail; see the module docstring."""
 
-    def __init__(self, server: Server, options: TransportOptions,
+    def __init__(self, server: Server, options: Options,
                  sync_runner: SyncRunner) -> None:
         self.server, self.options, self.sync_runner = server, options, sync_runner
         self.targets: dict[tuple[str, str], TargetStats] = {}
@@ -172,11 +172,11 @@ class Governance:
         key = (method, name)
         server = self.server
         if method == TOOLS_CALL:
-            known = name in server._tools
+            known = name in server.registry.tools
         elif method == PROMPTS_GET:
-            known = name in server._prompts
+            known = name in server.registry.prompts
         else:
-            known = name in server._resources
+            known = name in server.registry.resources
             if not known:
                 key = (method, self._template_of(name) or "")
                 known = bool(key[1])
@@ -189,7 +189,7 @@ class Governance:
 
     def _template_of(self, uri: str) -> str | None:
         """The template with declared bounds that ``uri`` matches, if any."""
-        templates = self.server._templates
+        templates = self.server.registry.templates
         for method, name in self.server.call_bounds:
             if method == RESOURCES_READ and name in templates \
                     and templates[name].template.match(uri) is not None:
@@ -388,7 +388,7 @@ class Governance:
         """Every registered tool, then every resource and prompt that has been called or
         declares bounds, with its statistics."""
         server = self.server
-        names = [(TOOLS_CALL, n) for n in server._tools]
+        names = [(TOOLS_CALL, n) for n in server.registry.tools]
         names += [k for k in self.targets if k[0] != TOOLS_CALL]
         names += [k for k in server.call_bounds if k[0] != TOOLS_CALL and k not in names]
         rows = []

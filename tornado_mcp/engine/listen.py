@@ -32,8 +32,9 @@ from ..protocol.errors import MCPError, Refused
 from ..protocol.identity import Principal
 from ..protocol.jsonrpc import valid_id
 from ..protocol.shapes import SUBSCRIPTION_FILTER, load
+from ..server.channels import StreamChannel
 from ..tasks.methods import principal_owner
-from .listen_index import ListenStream, StreamChannel
+from .listen_index import ListenStream
 from .task_watch import task_ids
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ def admit(engine: Engine, message: dict[str, Any], params: dict[str, Any],
         raise Refused(f"Invalid params: {URIS_FIELD} exceeds {bound} bytes",
                       code=INVALID_PARAMS, refusal=Refusal.MAX_RESOURCE_SUBSCRIPTION_BYTES)
     cap = opts.max_listen_subscriptions
-    if cap is not None and len(engine.hub) + engine.remote_count("listen_streams") >= cap:
+    if cap is not None and len(engine.listen_index) + engine.remote_count("listen_streams") >= cap:
         raise listen_cap_reached(cap)
     server = engine.server
     flags = frozenset(flag for flag, capability in FLAG_CAPABILITIES
@@ -144,12 +145,12 @@ def open_stream(engine: Engine, admission: Admission,
     if channel.closed:
         return None
     stream.acknowledged = True
-    engine.hub.add(stream)  # only now can a notification reach it: the ack is queued
+    engine.listen_index.add(stream)  # only now can a notification reach it: the ack is queued
     engine.watchers.add(stream, admission.watched, principal_owner(admission.principal))
     return stream
 
 
 def close_stream(engine: Engine, stream: ListenStream) -> None:
     """Forget ``stream`` (idempotent): it receives nothing more."""
-    engine.hub.remove(stream)
+    engine.listen_index.remove(stream)
     engine.watchers.remove(stream)

@@ -1,24 +1,24 @@
-"""The notification hub: which ``subscriptions/listen`` streams want which notification.
+"""The listen index: which ``subscriptions/listen`` streams want which notification.
 
 Matching costs the same however many URIs a stream named: list-changed kinds and resource
 URIs are both indexed (kind -> streams, URI -> streams), so a ``resources/updated`` looks
 up one set.  Each stream's message is the shared notification bytes with that stream's
 subscription id spliced in, so a fan-out encodes the JSON once.  Delivery only queues on
 each stream's bounded channel (an SSE response over HTTP, the pipe over stdio: a
-:class:`StreamChannel`); nothing here waits on a peer.  What a channel is handed is one
-encoded JSON-RPC message; each channel frames it for its wire (an SSE event, a line).
+:class:`~tornado_mcp.server.channels.StreamChannel`); nothing here waits on a peer.  What
+a channel is handed is one encoded JSON-RPC message; each channel frames it for its wire
+(an SSE event, a line).
 
-A stream enters the hub only after its acknowledgement is queued, so no notification can
+A stream enters the index only after its acknowledgement is queued, so no notification can
 ever precede the acknowledgement.
 """
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 import time
 from collections.abc import Iterator
-from typing import Any, Protocol
+from typing import Any
 
 from ..protocol import (
     META_SUBSCRIPTION_ID,
@@ -29,6 +29,7 @@ from ..protocol import (
     jsonio,
 )
 from ..protocol.identity import ANONYMOUS, Principal
+from ..server.channels import StreamChannel
 
 #: The list-changed notifications, each with the listen filter flag that asks for it.
 LIST_CHANGED = {
@@ -37,29 +38,6 @@ LIST_CHANGED = {
     RESOURCES_LIST_CHANGED: "resourcesListChanged",
 }
 LISTEN_METHODS = frozenset((*LIST_CHANGED, RESOURCES_UPDATED))
-
-
-class StreamChannel(Protocol):
-    """A listen stream's way to its client: bounded, and never waiting on the peer."""
-
-    @property
-    def closed(self) -> bool: ...
-
-    @property
-    def done(self) -> asyncio.Future[None]: ...
-
-    @property
-    def queue_depth(self) -> int: ...
-
-    def send(self, message: bytes, key: Any = None) -> bool:
-        """Queue one encoded JSON-RPC message; False when the channel is closed or just
-        overflowed.  ``key`` marks an idempotent change notification (see
-        :func:`change_key`): a channel may drop one while another with the key waits."""
-
-    def close(self, final: bytes | None = None) -> None:
-        """End the stream after ``final`` (an encoded message) and what is queued."""
-
-    def abort(self) -> None: ...
 
 
 def change_key(method: str, params: dict[str, Any] | None) -> Any:
@@ -109,8 +87,9 @@ def _frame_parts(method: str, params: dict[str, Any] | None) -> tuple[bytes, byt
     return head, tail
 
 
-class NotificationHub:
-    """Listen streams and the indexes that match notifications to them."""
+class ListenIndex:
+    """The acknowledged listen streams, indexed by the list-changed flags and the resource
+    URIs they asked for, so a notification finds its streams in one lookup."""
 
     def __init__(self) -> None:
         self._streams: dict[str, ListenStream] = {}

@@ -49,17 +49,18 @@ from ..server.server import CallNext as CallNext
 from ..server.server import Middleware as Middleware
 
 if TYPE_CHECKING:
-    from ..options import TransportOptions
+    from ..options import Options
     from ..server.context import Context
 
 
 class SharedBuckets(Protocol):
-    """Buckets kept elsewhere (a cluster's Redis: :mod:`tornado_mcp.cluster.rate_limit`)."""
+    """Buckets kept elsewhere (a cluster's Redis: :mod:`tornado_mcp.cluster.rate_limit`):
+    a Protocol because the cluster, a layer above, sets itself here."""
 
     async def take(self, key: str, local: RateLimit) -> float | None: ...
 
-#: What the chain ends in: the server's ``handle(method, params, ctx)``.
-Endpoint = Callable[[str, dict[str, Any], "Context"], Awaitable[dict[str, Any]]]
+#: What the chain ends in: the request's handling, ``handle(method, params, ctx)``.
+Handle = Callable[[str, dict[str, Any], "Context"], Awaitable[dict[str, Any]]]
 
 #: Callers a :class:`RateLimit` keeps a bucket for at most.  A new caller past it takes the
 #: place of a bucket that has refilled completely (a full bucket is the same as a new one,
@@ -110,17 +111,17 @@ class Chain:
         #: The server's middleware (a live view: ``server.use`` after this is seen).
         self.shared = shared
 
-    def active(self, options: TransportOptions) -> bool:
+    def active(self, options: Options) -> bool:
         """Whether a request must go through the chain at all."""
         return bool(self.user) or bool(self.shared) \
             or options.rate_limit_per_principal is not None
 
-    async def run(self, ctx: Context, endpoint: Endpoint) -> dict[str, Any]:
+    async def run(self, ctx: Context, handle: Handle) -> dict[str, Any]:
         links: list[Middleware] = [self.rate_limit, *self.shared, *self.user]
 
         async def step(i: int) -> dict[str, Any]:
             if i == len(links):
-                return await endpoint(ctx.method, ctx.params, ctx)
+                return await handle(ctx.method, ctx.params, ctx)
             return await links[i](ctx, lambda: step(i + 1))
 
         return await step(0)
@@ -141,7 +142,7 @@ class RateLimit:
     #: Where the buckets live instead of here (a cluster's Redis), or None.
     shared: SharedBuckets | None = None
 
-    def __init__(self, options: TransportOptions,
+    def __init__(self, options: Options,
                  max_buckets: int = MAX_RATE_BUCKETS,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.options = options

@@ -21,7 +21,7 @@ from urllib.parse import unquote
 from authlib.oauth2 import OAuth2Error
 from authlib.oauth2.rfc6749 import InvalidRequestError
 
-from ..options import TransportOptions
+from ..options import Options
 from ..protocol import Refusal
 from ..protocol.auth_errors import InvalidToken
 from .cimd import MetadataDocuments, is_metadata_url
@@ -44,7 +44,7 @@ class Desk:
     tokens: IssuedTokens
     revocations: Revocations
 
-    def __init__(self, store: Any, policy: Policy, options: TransportOptions,
+    def __init__(self, store: Any, policy: Policy, options: Options,
                  count: Callable[[Refusal], None], ca_certs: str | None = None) -> None:
         self.store = store
         self.policy = policy

@@ -28,7 +28,7 @@ from urllib.parse import urlencode
 from authlib.common.urls import add_params_to_uri
 from authlib.oauth2 import OAuth2Error
 
-from ..options import TransportOptions
+from ..options import Options
 from ..protocol import Refusal
 from .consent import Tickets
 from .desk import Desk
@@ -87,7 +87,7 @@ class Issuer(Desk):
     URLs of the endpoints it issues tokens for), offering ``scopes``."""
 
     def __init__(self, issuer: str, resources: Iterable[str], scopes: Mapping[str, str],
-                 store: Any, policy: Policy, options: TransportOptions,
+                 store: Any, policy: Policy, options: Options,
                  count: Callable[[Refusal], None], *, urls: Mapping[str, str],
                  ring: KeyRing, ca_certs: str | None = None) -> None:
         super().__init__(store, policy, options, count, ca_certs)

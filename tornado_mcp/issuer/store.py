@@ -44,7 +44,9 @@ class StoreUnavailable(Exception):
 
 
 class IssuerStore(Protocol):
-    """What the authorization server needs of a store."""
+    """What the authorization server needs of a store: a Protocol for its two
+    implementations, :class:`MemoryStore` and the cluster's
+    :class:`~tornado_mcp.issuer.redis_store.RedisStore`."""
 
     #: 32 secret bytes this server (every process of it) signs consent forms with.
     @property

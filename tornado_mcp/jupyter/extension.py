@@ -26,7 +26,7 @@ from jupyter_server.extension.application import ExtensionApp
 from jupyter_server.utils import url_path_join
 from traitlets import Bool, Float, Int, List, TraitError, TraitType, Unicode
 
-from ..options import LIVE_OPTIONS, OPTION_SPECS, OptionSpec, TransportOptions
+from ..options import LIVE_OPTIONS, OPTION_SPECS, Options, OptionSpec
 from ..server.context import Context
 from ..server.server import Server
 from ..transport import Transport
@@ -93,9 +93,9 @@ class MCPExtensionBase(ExtensionApp):
                                   help=f"Add the tools of the {TOOLS_ENTRY_POINT_GROUP!r} "
                                        "entry points of installed packages.")
 
-    def transport_options(self) -> TransportOptions:
+    def transport_options(self) -> Options:
         """The transport options these traits hold."""
-        return TransportOptions(**{s.name: getattr(self, s.name) for s in OPTION_SPECS})
+        return Options(**{s.name: getattr(self, s.name) for s in OPTION_SPECS})
 
     def build_server(self, serverapp: Any) -> Server:
         """The MCP server: contents tools, notebook resources, run_code when allowed, and

@@ -13,7 +13,7 @@ import asyncio
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ..protocol import (
     COMPLETION_COMPLETE,
@@ -49,24 +49,51 @@ from ..protocol.shapes import (
 from .context import Context
 from .contract import ArgumentError, HandlerSpec, OutputError, tool_result
 from .input import INPUT_KIND_CAPABILITY, MAX_INPUT_ROUNDS, InputRequired
-from .primitives import Prompt, Resource, ResourceTemplate, Tool
+from .primitives import Tool
+from .registry import Registry
 from .results import contents_result, prompt_result, text
 from .scopes import unknown_reference
 from .subscriptions import SubscriptionTracker
-
-if TYPE_CHECKING:
-    from .apps import AppViews
-    from .skills import SkillCatalog
 
 log = logging.getLogger("tornado_mcp.server")
 
 MAX_COMPLETION_VALUES = 100
 
 
+class ListFilter(Protocol):
+    """Who is shown which tools and resources, and the cache kind of each variant of a
+    list: MCP Apps (``server.app_views``, an extension in the layer above) shows its UI
+    only to clients that declared it."""
+
+    def tools_for(self, ctx: Context, tools: Iterable[Tool]) -> tuple[str, Iterable[Any]]: ...
+
+    def resources_for(self, ctx: Context, items: Iterable[Any]
+                      ) -> tuple[str, Iterable[Any]]: ...
+
+
+class ResourceSource(Protocol):
+    """Resources served beside the registry's, with their own reads and subscriptions:
+    agent skills' files (``server.skill_catalog``, an extension in the layer above)."""
+
+    def listed(self) -> Iterable[Any]: ...
+
+    def serves(self, uri: str) -> bool: ...
+
+    async def read(self, uri: str) -> dict[str, Any]: ...
+
+    def subscribe(self, ctx: Context, uri: str) -> None: ...
+
+    def unsubscribe(self, ctx: Context, uri: str) -> None: ...
+
+
 class Host(Protocol):
     """What the built-in methods read of their server (a :class:`~tornado_mcp.Server`):
-    its identity and listing policy, and the read API of its
-    :class:`~tornado_mcp.server.registry.Registry`."""
+    its registry, its identity and listing policy, the legacy subscriptions it tracks, and
+    the extensions that add to its lists.  A Protocol because the Server, which holds the
+    extensions too, sits in the layer above this one."""
+
+    @property
+    def registry(self) -> Registry: ...
 
     @property
     def page_size(self) -> int | None: ...
@@ -82,38 +109,14 @@ class Host(Protocol):
     def discover_result(self, served: Iterable[str], listen_served: bool
                         ) -> dict[str, Any]: ...
 
-    def listing(self, kind: str, items: Iterable[Any] | None = None
-                ) -> list[dict[str, Any]]: ...
-
-    def primitives(self, kind: str) -> Iterable[Any]: ...
-
-    @property
-    def app_views(self) -> AppViews | None: ...
-
-    @property
-    def skill_catalog(self) -> SkillCatalog | None: ...
-
-    def get_tool(self, name: str) -> Tool | None: ...
-
-    def get_prompt(self, name: str) -> Prompt | None: ...
-
-    def get_resource(self, uri: str) -> Resource | None: ...
-
-    def match_template(self, uri: str) -> tuple[ResourceTemplate, dict[str, str]] | None: ...
-
-    def get_template(self, uri_template: str) -> ResourceTemplate | None: ...
-
-    @property
-    def completion_handler(self) -> HandlerSpec | None: ...
-
-    @property
-    def subscribe_handler(self) -> HandlerSpec | None: ...
-
-    @property
-    def unsubscribe_handler(self) -> HandlerSpec | None: ...
-
     @property
     def subscriptions(self) -> SubscriptionTracker | None: ...
+
+    @property
+    def app_views(self) -> ListFilter | None: ...
+
+    @property
+    def skill_catalog(self) -> ResourceSource | None: ...
 
 
 async def ping(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
@@ -140,7 +143,7 @@ async def discover(server: Host, params: dict[str, Any], ctx: Context) -> dict[s
 def page(server: Host, key: str, kind: str, params: dict[str, Any],
          items: Iterable[Any] | None = None) -> dict[str, Any]:
     p = load(CURSOR_PARAMS, params, "params")
-    page, next_cursor = paginate(server.listing(kind, items), p.get("cursor"),
+    page, next_cursor = paginate(server.registry.listing(kind, items), p.get("cursor"),
                                  server.page_size)
     result: dict[str, Any] = {key: list(page)}
     if next_cursor is not None:
@@ -152,7 +155,8 @@ async def list_tools(server: Host, params: dict[str, Any], ctx: Context) -> dict
     apps = server.app_views
     if apps is None:
         return page(server, "tools", "tools", params)
-    kind, tools = apps.tools_for(ctx, server.primitives("tools"))  # UI metadata: who shows it
+    # UI metadata: who is shown it
+    kind, tools = apps.tools_for(ctx, server.registry.primitives("tools"))
     return page(server, "tools", kind, params, tools)
 
 
@@ -161,10 +165,10 @@ async def list_resources(server: Host, params: dict[str, Any], ctx: Context) -> 
     if apps is None and skills is None:
         return page(server, "resources", "resources", params)
     kind: str = "resources"
-    items: Iterable[Any] = server.primitives("resources")
+    items: Iterable[Any] = server.registry.primitives("resources")
     if apps is not None:  # MCP Apps: views only for clients that show them
         kind, items = apps.resources_for(ctx, items)
-    if skills is not None:  # skill files (tornado_mcp.server.skills)
+    if skills is not None:  # skill files (tornado_mcp.extensions.skills)
         items = itertools.chain(items, skills.listed())
     return page(server, "resources", kind, params, items)
 
@@ -218,7 +222,7 @@ async def call_tool(server: Host, params: dict[str, Any], ctx: Context) -> dict[
     -32603 and logged: it is never sent.
     """
     p = load(TOOL_CALL_PARAMS, params, TOOLS_CALL)
-    tool = server.get_tool(p["name"])
+    tool = server.registry.tools.get(p["name"])
     if tool is None:
         raise unknown_tool(p["name"])
     contract = tool.contract
@@ -296,13 +300,13 @@ async def read_resource(server: Host, params: dict[str, Any], ctx: Context) -> d
     skills = server.skill_catalog
     if skills is not None and skills.serves(uri):
         return await skills.read(uri)
-    res = server.get_resource(uri)
+    res = server.registry.resources.get(uri)
     try:
         if res is not None:
             raw = await run_with_input(server, res.handler, {}, ctx)
             ttl, scope = res.ttl_ms, res.cache_scope
         else:
-            found = server.match_template(uri)
+            found = server.registry.match_template(uri)
             if found is None:
                 raise ResourceNotFound(uri)
             tpl, variables = found
@@ -328,16 +332,16 @@ async def read_resource(server: Host, params: dict[str, Any], ctx: Context) -> d
     return result
 
 
-async def subscribe_op(server: Host, params: dict[str, Any], ctx: Context,
+async def change_subscription(server: Host, params: dict[str, Any], ctx: Context,
                         handler: HandlerSpec | None, subscribing: bool) -> dict[str, Any]:
     if not isinstance(params.get("uri"), str):
         raise MCPError(INVALID_PARAMS, "Invalid params", "Missing or invalid uri")
     skills = server.skill_catalog
     if skills is not None and skills.serves(params["uri"]):  # the catalog's own
         if subscribing:
-            skills.notices.subscribe(ctx, params["uri"])
+            skills.subscribe(ctx, params["uri"])
         else:
-            skills.notices.unsubscribe(ctx, params["uri"])
+            skills.unsubscribe(ctx, params["uri"])
         return {}
     returned = await handler.call(ctx, {"uri": params["uri"]}) if handler else None
     if isinstance(returned, dict) and isinstance(returned.get("_meta"), dict):
@@ -345,20 +349,22 @@ async def subscribe_op(server: Host, params: dict[str, Any], ctx: Context,
     return {}
 
 
-async def subscribe_m(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+async def subscribe(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
     _refuse_without_session(ctx)
     tracker = _tracker_for(server, params, ctx)
     if tracker is not None and ctx.session is not None:
         tracker.subscribe(ctx.session, params["uri"])  # bounded: -32602 over it
-    return await subscribe_op(server, params, ctx, server.subscribe_handler, True)
+    handler = server.registry.subscribe_handler
+    return await change_subscription(server, params, ctx, handler, True)
 
 
-async def unsubscribe_m(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+async def unsubscribe(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
     _refuse_without_session(ctx)
     tracker = _tracker_for(server, params, ctx)
     if tracker is not None and ctx.session is not None:
         tracker.unsubscribe(ctx.session, params["uri"])
-    return await subscribe_op(server, params, ctx, server.unsubscribe_handler, False)
+    handler = server.registry.unsubscribe_handler
+    return await change_subscription(server, params, ctx, handler, False)
 
 
 def _tracker_for(server: Host, params: dict[str, Any], ctx: Context) -> SubscriptionTracker | None:
@@ -382,7 +388,7 @@ def _refuse_without_session(ctx: Context) -> None:
 
 async def get_prompt(server: Host, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
     p = load(PROMPT_GET_PARAMS, params, PROMPTS_GET)
-    prompt = server.get_prompt(p["name"])
+    prompt = server.registry.prompts.get(p["name"])
     if prompt is None:
         raise unknown_prompt(p["name"])
     args = p.get("arguments") or {}
@@ -413,7 +419,7 @@ async def complete(server: Host, params: dict[str, Any], ctx: Context) -> dict[s
         # Only what the registry holds, compared as it compares names: the handler never
         # sees a reference to nothing (nor one the scope rules did not check).
         raise unknown_reference()
-    handler = server.completion_handler
+    handler = server.registry.completion_handler
     assert handler is not None
     raw = await handler.call(
         ctx, {"ref": p["ref"], "argument": p["argument"], "context": p.get("context")})
@@ -438,11 +444,11 @@ def _resolves(server: Host, ref: dict[str, Any]) -> bool:
     kind = ref.get("type")
     if kind == "ref/prompt":
         name = ref.get("name")
-        return isinstance(name, str) and server.get_prompt(name) is not None
+        return isinstance(name, str) and name in server.registry.prompts
     if kind == "ref/resource":
         uri = ref.get("uri")
-        return isinstance(uri, str) and (server.get_template(uri) is not None
-                                         or server.get_resource(uri) is not None)
+        return isinstance(uri, str) and (uri in server.registry.templates
+                                         or uri in server.registry.resources)
     return False
 
 
@@ -457,8 +463,8 @@ BUILTIN: dict[str, Method] = {
     RESOURCES_LIST: list_resources,
     RESOURCES_TEMPLATES_LIST: list_templates,
     RESOURCES_READ: read_resource,
-    RESOURCES_SUBSCRIBE: subscribe_m,
-    RESOURCES_UNSUBSCRIBE: unsubscribe_m,
+    RESOURCES_SUBSCRIBE: subscribe,
+    RESOURCES_UNSUBSCRIBE: unsubscribe,
     PROMPTS_LIST: list_prompts,
     PROMPTS_GET: get_prompt,
     COMPLETION_COMPLETE: complete,

@@ -1,9 +1,9 @@
-"""What a legacy :class:`~tornado_mcp.server.session.Session` holds of the transport that
-serves it, as Protocols: its GET stream, and the requests it has in flight.
+"""A stream of messages to one client, as a Protocol: :class:`StreamChannel`.
 
-The session only keeps them (and asks whether the stream is still open); the transport
-puts its own objects there (an SSE channel, a request's ``Context``), so this layer never
-names a transport class.
+A legacy :class:`~tornado_mcp.server.session.Session` keeps its GET stream as one, and the
+engine's listen streams (:mod:`tornado_mcp.engine.listen_index`) send on one.  The
+transports implement it (an SSE response over HTTP, ``SSEChannel``; the pipe over stdio),
+from a layer above, so the protocol core and the engine name it by what they use of it.
 """
 
 from __future__ import annotations
@@ -12,8 +12,10 @@ import asyncio
 from typing import Any, Protocol
 
 
-class SessionStream(Protocol):
-    """A session's GET stream: a channel of messages to the client."""
+class StreamChannel(Protocol):
+    """A stream of messages to a client: bounded, and never waiting on the peer.  Two
+    implementations, both in the transports above this layer: ``SSEChannel`` (HTTP) and
+    the stdio connection's listen channel."""
 
     @property
     def closed(self) -> bool:
@@ -23,19 +25,18 @@ class SessionStream(Protocol):
     def done(self) -> asyncio.Future[None]:
         """Resolves when the stream has ended."""
 
+    @property
+    def queue_depth(self) -> int:
+        """Messages queued and not yet written."""
+
     def send(self, message: bytes, key: Any = None) -> bool:
-        """Queue one encoded JSON-RPC message (``key`` marks an idempotent change a newer
-        one makes redundant); False when the stream is closed or full."""
+        """Queue one encoded JSON-RPC message; False when the stream is closed or just
+        overflowed.  ``key`` marks an idempotent change notification (see
+        :func:`~tornado_mcp.engine.listen_index.change_key`): a stream may drop one while
+        another with the key waits."""
 
     def close(self, final: bytes | None = None) -> None:
-        """End the stream after what is queued (and ``final``)."""
+        """End the stream after what is queued (and ``final``, an encoded message)."""
 
     def abort(self) -> None:
         """End the stream now, dropping what is queued (a peer that is not reading)."""
-
-
-class Cancellable(Protocol):
-    """A request in flight in a session: the client may cancel it, or the session end."""
-
-    def cancel(self) -> None:
-        """Stop the request's handler; a no-op once it is done or cancelled."""

@@ -56,7 +56,8 @@ _INPUT_CAPABILITIES = frozenset({"sampling", "elicitation", "roots"})
 
 
 class HTTPRequestFacts(Protocol):
-    """What a ``Context`` reads of the HTTP request (Tornado's request object has both)."""
+    """What a ``Context`` reads of the HTTP request: Tornado's request object (this layer
+    never imports Tornado), or what a task kept of its creating request."""
 
     @property
     def headers(self) -> Mapping[str, str]: ...
@@ -78,7 +79,9 @@ class ContextServer(Protocol):
 
 
 class RequestChannel(Protocol):
-    """What the transport offers a request: its own stream, and the way back to the client."""
+    """What the transport offers a request: its own stream, and the way back to the client.
+    Implemented above this layer: by an HTTP request's ``RequestStream``, a stdio request's
+    channel, and a task run's channel."""
 
     def emit(self, message: dict[str, Any]) -> bool:
         """Send a request-scoped notification; False when it could not be sent."""

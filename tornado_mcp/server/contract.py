@@ -38,10 +38,10 @@ from ..schema.from_types import (
     union_arms,
 )
 from ..schema.validate import MAX_ERROR_CHARS, SchemaCheck, compile_schema, where
+from ..sync.handlers import call_handler
 from .context import Context
 from .input import InputRequired
 from .results import plain_tool_result, text
-from .sync_handlers import call_handler
 
 Handler = Callable[..., Any]
 

@@ -20,7 +20,8 @@ from ..protocol import RESOURCES_UPDATED, jsonio
 from ..protocol.identity import ANONYMOUS, Principal
 
 if TYPE_CHECKING:
-    from .channels import Cancellable, SessionStream
+    from .channels import StreamChannel
+    from .context import Context
 
 
 class Session:
@@ -61,8 +62,8 @@ class Session:
         self.created_at = time.time()
         self.last_active = time.monotonic()
         self.log_level: str | None = None
-        self.get_channel: SessionStream | None = None
-        self.in_flight: dict[Any, Cancellable] = {}
+        self.get_channel: StreamChannel | None = None
+        self.in_flight: dict[Any, Context] = {}
         self.pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self.notifier: Callable[[Session, str, dict[str, Any] | None], bool] | None = None
         #: Who opened the session; only that caller may use it (see :mod:`tornado_mcp.auth`).

@@ -23,7 +23,7 @@ rate limit, scopes (the caller is the ``principal`` the embedder passes; by defa
 anonymous caller, so a ``scopes=`` tool is refused until the embedder says who the local
 user is), plain ``def`` handlers in the bounded pool off the event loop, tasks (the
 2026-07-28 extension and the 2025-11-25 experimental tasks), the same errors for the same
-mistakes, and every option of :class:`~tornado_mcp.TransportOptions` that is not HTTP.
+mistakes, and every option of :class:`~tornado_mcp.Options` that is not HTTP.
 
 * Legacy era: ``initialize`` opens the one session of the process, with everything the
   HTTP legacy era offers a handler: progress and log notifications, sampling,

@@ -14,7 +14,7 @@ from ..engine.engine import SHUTTING_DOWN, Engine, auth_error_body
 from ..engine.listen import admit, answer_id, close_stream, open_stream
 from ..engine.listen_index import LIST_CHANGED, ListenStream
 from ..engine.middleware import Middleware
-from ..options import TransportOptions
+from ..options import Options
 from ..protocol import (
     INITIALIZE,
     INTERNAL_ERROR,
@@ -38,7 +38,7 @@ from ..server.context_ref import HoldsContext
 from ..server.outbound import client_result, request_message
 from ..server.server import Server
 from ..server.session import Session
-from ..server.sync_handlers import call_on_loop, worker_loop
+from ..sync.handlers import call_on_loop, worker_loop
 
 log = logging.getLogger("tornado_mcp.stdio")
 
@@ -139,12 +139,12 @@ class StdioConnection:
     ``write`` takes one encoded line (newline included).  Feed input with :meth:`feed`
     (or let :func:`serve` do it) and call :meth:`close` at end of input.  ``principal``
     is the caller every request is made by; ``options`` (or option keywords) are the
-    :class:`~tornado_mcp.TransportOptions` that bound it; ``middleware`` runs after the
+    :class:`~tornado_mcp.Options` that bound it; ``middleware`` runs after the
     server's own.
     """
 
     def __init__(self, server: Server, write: Callable[[bytes], None], *,
-                 principal: Principal = ANONYMOUS, options: TransportOptions | None = None,
+                 principal: Principal = ANONYMOUS, options: Options | None = None,
                  middleware: Sequence[Middleware] = (), max_line_bytes: int = MAX_LINE_BYTES,
                  max_in_flight: int = MAX_IN_FLIGHT, request_timeout: float | None = None,
                  **option_values: Any) -> None:
@@ -152,7 +152,7 @@ class StdioConnection:
             raise TypeError("pass either options= or option keywords, not both")
         self.server = server
         self.principal = principal
-        self.options = options if options is not None else TransportOptions(**option_values)
+        self.options = options if options is not None else Options(**option_values)
         self.engine = Engine(server, self.options, middleware=middleware)
         self._write = write
         self.max_line_bytes = max_line_bytes
@@ -186,7 +186,7 @@ class StdioConnection:
         """Server-wide notifications, from any thread: to the listen streams that asked,
         and list changes to the legacy session too (as its GET stream would get them)."""
         def deliver() -> None:
-            self.engine.hub.publish(method, params)
+            self.engine.listen_index.publish(method, params)
             if self.session is not None and method in LIST_CHANGED:
                 message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
                 if params:

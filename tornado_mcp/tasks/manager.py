@@ -44,7 +44,7 @@ from .store import TaskStore
 from .support import RunAsTask, tool_result
 
 if TYPE_CHECKING:
-    from ..options import TransportOptions
+    from ..options import Options
     from ..server.server import Server
     from ..server.session import Session
 
@@ -55,13 +55,14 @@ _NO_STREAM = "A task has no stream to the client: return InputRequired to ask fo
 
 
 class TaskHost(Protocol):
-    """What the task manager needs of the engine that owns it."""
+    """What the task manager needs of the engine that owns it: a Protocol because the
+    engine imports the tasks package, never the reverse."""
 
     @property
     def server(self) -> Server: ...
 
     @property
-    def options(self) -> TransportOptions: ...
+    def options(self) -> Options: ...
 
     def count_refusal(self, kind: Refusal) -> None: ...
 

@@ -20,12 +20,12 @@ from .gate import authenticate
 from .wire import Reply
 
 if TYPE_CHECKING:
-    from .exchange import Exchange
+    from .flow import RequestFlow
 
 log = logging.getLogger("tornado_mcp.auth")
 
 
-def refusal(h: Exchange, exc: AuthError) -> Reply:
+def refusal(h: RequestFlow, exc: AuthError) -> Reply:
     """The answer to the authentication refusal ``exc``: its status (the wire map's), a
     JSON-RPC error and, on an OAuth resource, the ``WWW-Authenticate`` challenge (with the
     DPoP nonce a retry needs); ``Retry-After`` for a token that could not be judged."""
@@ -42,13 +42,13 @@ def refusal(h: Exchange, exc: AuthError) -> Reply:
                  headers=extra)
 
 
-def refuse(h: Exchange, exc: AuthError) -> None:
+def refuse(h: RequestFlow, exc: AuthError) -> None:
     """Answer ``h`` with the refusal ``exc`` now (see :func:`refusal`)."""
     h.write_reply(refusal(h, exc))
     h.finish()
 
 
-async def authenticate_request(h: Exchange) -> None:
+async def authenticate_request(h: RequestFlow) -> None:
     """Establish ``h.principal`` (from its ``get_principal``, the transport's hook or a
     bearer token), or refuse the request before its body is read."""
     try:

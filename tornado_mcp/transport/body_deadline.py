@@ -27,7 +27,6 @@ from tornado.ioloop import IOLoop
 from . import seams
 
 if TYPE_CHECKING:
-    from .exchange import Exchange
     from .flow import RequestFlow
 
 log = logging.getLogger("tornado_mcp.transport")
@@ -51,7 +50,7 @@ class BodyDeadlines:
     __slots__ = ("_arriving", "_handle", "_loop", "_shortest")
 
     def __init__(self) -> None:
-        #: Exchange -> the monotonic time by which its body must be complete.
+        #: A request -> the monotonic time by which its body must be complete.
         self._arriving: dict[RequestFlow, float] = {}
         self._loop: IOLoop | None = None
         self._handle: object | None = None
@@ -72,9 +71,9 @@ class BodyDeadlines:
             self._shortest = timeout
             self._reschedule()
 
-    def complete(self, exchange: Exchange | RequestFlow) -> None:
+    def complete(self, exchange: RequestFlow) -> None:
         """``exchange``'s body is complete, or no longer read (refused, disconnected)."""
-        self._arriving.pop(exchange, None)  # type: ignore[arg-type]
+        self._arriving.pop(exchange, None)
 
     def start(self, loop: IOLoop) -> None:
         """Begin sweeping on ``loop`` (the transport calls it on its first request)."""

@@ -4,10 +4,11 @@
 The engine owns what is not HTTP (sessions, listen streams, tasks, middleware, the
 sync-handler pool, the refusal counters); the transport adds what is: GET streams,
 resumable streams and their event store, linger, forwarding, authentication, and the
-:class:`~tornado_mcp.options.TransportOptions` that bound them all.  Its handlers
-(:class:`~tornado_mcp.transport.handler.MCPHandler`) serve each HTTP request through the
-methods in the "for the handlers" section (declared, with what they read, as
-:class:`~tornado_mcp.transport.exchange.Endpoint`) and never touch its private state.
+:class:`~tornado_mcp.options.Options` that bound them all.  Its handlers
+(:class:`~tornado_mcp.transport.handler.MCPHandler` and the fast path's
+:class:`~tornado_mcp.transport.fast.FastExchange`, both a
+:class:`~tornado_mcp.transport.flow.RequestFlow`) serve each HTTP request through the
+methods in the "for the handlers" section and never touch its private state.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import tornado.web
 from tornado.ioloop import IOLoop, PeriodicCallback
@@ -25,21 +26,21 @@ from tornado.iostream import IOStream
 
 from ..auth.resource import OAuthResource
 from ..engine.engine import Engine
-from ..engine.listen_index import LIST_CHANGED, StreamChannel, change_key
+from ..engine.listen_index import LIST_CHANGED, change_key
 from ..engine.middleware import Middleware
-from ..introspection import AuditRecord, Snapshot
-from ..options import TransportOptions
+from ..introspection import AuditRecord, ClusterSnapshot, Snapshot
+from ..options import Options
 from ..protocol import LEGACY_VERSIONS, MODERN_VERSIONS, Refusal, jsonio
 from ..protocol.identity import ANONYMOUS, Principal
-from ..server.channels import SessionStream
+from ..server.channels import StreamChannel
 from ..server.server import Server
 from ..server.session import Session
 from ..tasks.store import TaskStore
 from .auth import ProtectedResourceMetadataHandler
 from .body_deadline import BodyDeadlines
 from .event_store import EventStore, MemoryEventStore
-from .exchange import Authenticate, ClusterMember, Exchange
 from .fast import FastRoute
+from .gate import Authenticate
 from .handler import MCPHandler
 from .health import probe_routes
 from .linger import linger_close
@@ -47,8 +48,31 @@ from .resume import Resumption
 from .security import RebindingGuard
 from .snapshot import take_snapshot
 
+if TYPE_CHECKING:
+    from .flow import RequestFlow
+
 #: How often idle sessions are looked for, in milliseconds.
 REAP_INTERVAL_MS = 5000
+
+
+class ClusterMember(Protocol):
+    """What a transport asks of the cluster it belongs to: a Protocol because the cluster
+    (:class:`tornado_mcp.cluster.Cluster`, a layer above) sets itself here, and the
+    transport may not import it."""
+
+    session_prefix: str
+
+    async def find_session(self, h: RequestFlow, session_id: str,
+                           body: bytes | None) -> Session | None: ...
+
+    async def reserve(self, kind: str) -> bool: ...
+
+    def remote_count(self, kind: str) -> int: ...
+
+    def admitted(self) -> None: ...
+
+    def snapshot(self) -> ClusterSnapshot:
+        """The cluster's public view (the dashboard shows it)."""
 
 
 class Transport:
@@ -58,7 +82,7 @@ class Transport:
         transport = Transport(server, max_sessions=1000)
         app = tornado.web.Application([*transport.routes("/mcp"), ...])
 
-    Keyword arguments are :class:`~tornado_mcp.options.TransportOptions` (or pass
+    Keyword arguments are :class:`~tornado_mcp.options.Options` (or pass
     ``options=``); ``event_store`` keeps the events of resumable streams (a bounded
     :class:`~tornado_mcp.transport.event_store.MemoryEventStore` unless given); ``middleware`` runs
     around every request (:mod:`tornado_mcp.engine.middleware`); ``task_store`` is where tasks
@@ -69,7 +93,7 @@ class Transport:
     called from other threads.
     """
 
-    def __init__(self, server: Server, options: TransportOptions | None = None, *,
+    def __init__(self, server: Server, options: Options | None = None, *,
                  event_store: EventStore | None = None, middleware: Sequence[Middleware] = (),
                  task_store: TaskStore | None = None, authenticate: Authenticate | None = None,
                  oauth: OAuthResource | None = None, **option_values: Any) -> None:
@@ -83,12 +107,12 @@ class Transport:
         self.oauth = oauth
         #: Whether requests are authenticated at all (else it costs nothing).
         self.authenticates = authenticate is not None or oauth is not None
-        self.options = options if options is not None else TransportOptions(**option_values)
+        self.options = options if options is not None else Options(**option_values)
         #: The request pipeline and the runtime state that is not HTTP.
         self.engine = engine = Engine(server, self.options, middleware=middleware,
                                       task_store=task_store, remote_count=self.remote_count,
                                       on_session_removed=self._session_removed)
-        self.hub = engine.hub
+        self.listen_index = engine.listen_index
         self.sessions = engine.sessions
         self.refusals: Counter[str] = engine.refusals
         self.rate_limit = engine.rate_limit
@@ -107,7 +131,7 @@ class Transport:
         self._loop: IOLoop | None = None
         self._loop_thread: int | None = None
         self._reaper: PeriodicCallback | None = None
-        self._handlers: set[Exchange] = set()
+        self._handlers: set[RequestFlow] = set()
         #: Request bodies still arriving, held to ``body_timeout``.
         self.bodies = BodyDeadlines()
         self._lingering: set[asyncio.Future[None]] = set()
@@ -148,14 +172,14 @@ class Transport:
         app.add_handlers(host_pattern, self.routes(path, handler, fast=fast))
 
     # -- for the handlers --------------------------------------------------------------------
-    def attach(self, handler: Exchange) -> None:
+    def attach(self, handler: RequestFlow) -> None:
         """A request has started: bind to its IOLoop (the first time) and track it, so
         :meth:`close` can cancel it."""
         if self._loop is None:
             self._start()
         self._handlers.add(handler)
 
-    def detach(self, handler: Exchange) -> None:
+    def detach(self, handler: RequestFlow) -> None:
         """The request is over, or no longer ours to cancel (its body deadline, if it had
         one, is its own to let go of: :meth:`BodyDeadlines.complete`)."""
         self._handlers.discard(handler)
@@ -253,7 +277,7 @@ class Transport:
         self._on_loop(lambda: self._publish_now(method, params))
 
     def _publish_now(self, method: str, params: dict[str, Any] | None) -> int:
-        delivered = self.hub.publish(method, params)
+        delivered = self.listen_index.publish(method, params)
         if method in LIST_CHANGED:
             data = jsonio.dumps({"jsonrpc": "2.0", "method": method,
                                  **({"params": params} if params else {})})
@@ -293,10 +317,10 @@ class Transport:
 
     async def close_stream(self, stream_id: str) -> bool:
         """Close one listen stream gracefully: it receives its final result first."""
-        stream = self.hub.get(stream_id)
+        stream = self.listen_index.get(stream_id)
         if stream is None:
             return False
-        self.hub.remove(stream)
+        self.listen_index.remove(stream)
         stream.channel.close(stream.final_result())
         try:
             await asyncio.wait_for(asyncio.shield(stream.channel.done), 5.0)
@@ -318,9 +342,9 @@ class Transport:
             self._reaper.stop()
             self._reaper = None
         self.bodies.stop()
-        channels: list[StreamChannel | SessionStream] = []
-        for stream in self.hub:
-            self.hub.remove(stream)
+        channels: list[StreamChannel] = []
+        for stream in self.listen_index:
+            self.listen_index.remove(stream)
             stream.channel.close(stream.final_result())
             channels.append(stream.channel)
         for session in self.sessions:

@@ -31,7 +31,7 @@ from ..protocol import (
 from .wire import Reply
 
 if TYPE_CHECKING:
-    from .exchange import Exchange
+    from .flow import RequestFlow
 
 #: The methods the endpoint answers a browser.
 ALLOWED_METHODS = "GET, POST, DELETE"
@@ -50,7 +50,7 @@ MAX_PARAM_HEADERS = 64
 _PARAM_PREFIX = HEADER_PARAM_PREFIX.lower()
 
 
-def allowed_origin(handler: Exchange) -> str | None:
+def allowed_origin(handler: RequestFlow) -> str | None:
     """The request's ``Origin`` when it is one CORS allows, else ``None``."""
     origin = handler.request.headers.get("Origin")
     if origin is None:
@@ -59,7 +59,7 @@ def allowed_origin(handler: Exchange) -> str | None:
     return origin if origin.lower() in handler.transport.options.cors_allowed_origins else None
 
 
-def add_headers(handler: Exchange) -> None:
+def add_headers(handler: RequestFlow) -> None:
     """The CORS headers of an actual (not preflight) response, for an allowed origin."""
     handler.set_header("Vary", "Origin")
     origin = allowed_origin(handler)
@@ -68,7 +68,7 @@ def add_headers(handler: Exchange) -> None:
         handler.set_header("Access-Control-Expose-Headers", EXPOSED_HEADERS)
 
 
-async def preflight(handler: Exchange) -> None:
+async def preflight(handler: RequestFlow) -> None:
     """Answer ``OPTIONS``: 204 for a preflight from an allowed origin, else 403 or 405."""
     headers = handler.request.headers
     method = headers.get("Access-Control-Request-Method")

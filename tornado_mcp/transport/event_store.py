@@ -40,7 +40,10 @@ AgeBound = Callable[[], float]
 
 
 class EventStore(Protocol):
-    """The events of resumable streams, per session; see the module docstring."""
+    """The events of resumable streams, per session; see the module docstring.  A
+    Protocol for its implementations: :class:`MemoryEventStore`, the cluster's
+    :class:`~tornado_mcp.cluster.event_store.RedisEventStore` (a layer above), and any an
+    application brings."""
 
     def bind(self, max_bytes: BytesBound, max_age: AgeBound,
              on_refusal: Callable[[Refusal], None]) -> None:

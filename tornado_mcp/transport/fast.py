@@ -47,7 +47,7 @@ from .gate import default_principal
 from .serving import access_line
 
 if TYPE_CHECKING:
-    from .exchange import Endpoint
+    from .core import Transport
 
 #: The HTTP methods the fast path serves; any other takes the ordinary rule.
 FAST_METHODS = frozenset({"GET", "POST", "DELETE", "OPTIONS"})
@@ -57,7 +57,7 @@ class FastRoute(tornado.routing.Router):
     """Serves ``transport``'s endpoint on the fast path; see the module docstring.  List
     it before the ordinary rule for the same path, which serves what this declines."""
 
-    def __init__(self, transport: Endpoint) -> None:
+    def __init__(self, transport: Transport) -> None:
         self.transport = transport
 
     def find_handler(self, request: httputil.HTTPServerRequest,
@@ -95,7 +95,7 @@ class FastExchange(RequestFlow):
     """One request on the fast path: the flow of :class:`RequestFlow` over a response
     written straight to the request's ``HTTPConnection``."""
 
-    def __init__(self, transport: Endpoint, request: httputil.HTTPServerRequest) -> None:
+    def __init__(self, transport: Transport, request: httputil.HTTPServerRequest) -> None:
         self.transport = transport
         self.request = request
         self._chunks: list[bytes] = []

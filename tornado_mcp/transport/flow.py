@@ -46,7 +46,7 @@ from .sse import SSE_CONTENT_TYPE, SSE_EXTRA_HEADERS, SSEChannel, frame
 from .wire import Reply
 
 if TYPE_CHECKING:
-    from .exchange import Endpoint
+    from .core import Transport
 
 log = logging.getLogger("tornado_mcp.transport")
 
@@ -65,7 +65,7 @@ class RequestFlow:
     docstring.  The per-request state is class defaults, set per instance when it
     changes."""
 
-    transport: Endpoint
+    transport: Transport
     request: HTTPServerRequest
     #: True in a class whose ``get_principal`` is its own (decided per class).
     custom_principal = False

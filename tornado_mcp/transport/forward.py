@@ -51,7 +51,7 @@ from ..protocol import INTERNAL_ERROR, INVALID_REQUEST, Refusal
 from .wire import Reply
 
 if TYPE_CHECKING:
-    from .exchange import Exchange
+    from .flow import RequestFlow
 
 log = logging.getLogger("tornado_mcp.transport")
 
@@ -91,7 +91,7 @@ def misrouted(owner: ProcessInfo, session_id: str) -> Reply:
                  "the process that created the session (sticky sessions)")
 
 
-async def forward(h: Exchange, owner: ProcessInfo, self_id: str, body: bytes | None) -> None:
+async def forward(h: RequestFlow, owner: ProcessInfo, self_id: str, body: bytes | None) -> None:
     """Relay the request to ``owner`` and stream its answer; raise :class:`Forwarded`
     (or :class:`~tornado.iostream.StreamClosedError` when the answer was cut short)."""
     session_id = h.request.headers.get("Mcp-Session-Id", "")
@@ -105,7 +105,7 @@ async def forward(h: Exchange, owner: ProcessInfo, self_id: str, body: bytes | N
 class _Relay(httputil.HTTPMessageDelegate):
     """One forwarded request: the upstream connection, and its answer passed on."""
 
-    def __init__(self, h: Exchange, owner: ProcessInfo, session_id: str) -> None:
+    def __init__(self, h: RequestFlow, owner: ProcessInfo, session_id: str) -> None:
         self.h = h
         self.owner = owner
         self.session_id = session_id

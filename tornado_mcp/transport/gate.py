@@ -18,7 +18,10 @@ from __future__ import annotations
 import inspect
 import logging
 import re
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
+
+import tornado.web
 
 from ..auth.dpop import HEADER_DPOP_NONCE
 from ..auth.dpop_gate import authenticate_dpop, check_bearer
@@ -35,17 +38,21 @@ from ..protocol.auth_errors import (
 from ..protocol.identity import ANONYMOUS, Principal
 
 if TYPE_CHECKING:
-    import tornado.web
-
-    from .exchange import Endpoint, Exchange
+    from .core import Transport
+    from .flow import RequestFlow
 
 log = logging.getLogger("tornado_mcp.auth")
+
+#: The host app's authentication hook (``Transport(authenticate=...)``): the request's
+#: handler -> its :class:`~tornado_mcp.Principal`, ``None`` for nobody (or an awaitable of it).
+Authenticate = Callable[[tornado.web.RequestHandler],
+                        Principal | Awaitable[Principal | None] | None]
 
 #: RFC 6750 §2.1 ``b64token``: what a bearer token may be made of.
 _B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
 
 
-async def authenticate(h: Exchange) -> Principal:
+async def authenticate(h: RequestFlow) -> Principal:
     """The principal of ``h``'s request, or :class:`AuthError`."""
     t = h.transport
     oauth = t.oauth
@@ -87,7 +94,7 @@ async def authenticate(h: Exchange) -> Principal:
     return found
 
 
-def default_principal(handler: tornado.web.RequestHandler, t: Endpoint) -> object:
+def default_principal(handler: tornado.web.RequestHandler, t: Transport) -> object:
     """What :meth:`MCPHandler.get_principal` answers unless overridden: the ``authenticate``
     hook's answer of ``handler``'s transport ``t``; without a hook, ``None`` on an OAuth
     resource (a token is required) and the anonymous principal otherwise."""
@@ -97,7 +104,7 @@ def default_principal(handler: tornado.web.RequestHandler, t: Endpoint) -> objec
     return None if t.oauth is not None else ANONYMOUS
 
 
-def bearer_token(h: Exchange, max_bytes: int, scheme: str = "bearer") -> str | None:
+def bearer_token(h: RequestFlow, max_bytes: int, scheme: str = "bearer") -> str | None:
     """The request's bearer token (or the token of another ``scheme``, such as ``dpop``);
     ``None`` when it offers none."""
     values = h.request.headers.get_list(HEADER_AUTHORIZATION)

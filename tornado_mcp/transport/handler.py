@@ -28,7 +28,7 @@ from .gate import default_principal
 if TYPE_CHECKING:
     from collections.abc import Awaitable
 
-    from .exchange import Endpoint
+    from .core import Transport
 
 @tornado.web.stream_request_body
 class MCPHandler(tornado.web.RequestHandler, RequestFlow):
@@ -50,7 +50,7 @@ class MCPHandler(tornado.web.RequestHandler, RequestFlow):
         super().__init_subclass__(**kwargs)
         cls.custom_principal = cls.get_principal is not MCPHandler.get_principal
 
-    def initialize(self, transport: Endpoint) -> None:
+    def initialize(self, transport: Transport) -> None:
         self.transport = transport
         self._chunks = []
 

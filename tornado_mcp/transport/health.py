@@ -20,14 +20,14 @@ import tornado.web
 from ..protocol import jsonio
 
 if TYPE_CHECKING:
-    from .exchange import Endpoint
+    from .core import Transport
 
 #: Seconds a client of ``/readyz`` is told to wait when it is not ready.
 READY_RETRY_AFTER_S = 5
 
 
 class _Probe(tornado.web.RequestHandler):
-    def initialize(self, transport: Endpoint) -> None:
+    def initialize(self, transport: Transport) -> None:
         self.transport = transport
 
     def check_xsrf_cookie(self) -> None:  # pragma: no cover - GET and HEAD only
@@ -69,7 +69,7 @@ class ReadyHandler(_Probe):
         self._check(True)
 
 
-def probe_routes(transport: Endpoint, healthz: str, readyz: str
+def probe_routes(transport: Transport, healthz: str, readyz: str
                  ) -> list[tuple[str, type[Any], dict[str, Any]]]:
     kw = {"transport": transport}
     return [(healthz, HealthHandler, kw), (readyz, ReadyHandler, kw)]

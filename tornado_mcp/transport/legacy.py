@@ -3,7 +3,8 @@ named by ``Mcp-Session-Id``; POST carries requests, notifications, responses to 
 server's own requests and (2025-03-26 only) batches; GET opens the session's stream of
 server-initiated messages; DELETE ends the session.
 
-Each function serves one request on the exchange it is given (:mod:`.exchange`) and
+Each function serves one request on the exchange it is given (a
+:class:`~.flow.RequestFlow`) and
 answers a refusal by raising :class:`~.wire.Reply`; ``initialize`` itself is the
 engine's (:meth:`Lifecycle.initialize <tornado_mcp.engine.lifecycle.Lifecycle.initialize>`).
 """
@@ -38,7 +39,7 @@ from .resume import resume
 from .wire import Reply
 
 if TYPE_CHECKING:
-    from .exchange import Exchange
+    from .flow import RequestFlow
 
 IN_FLIGHT_CONFLICT = "Conflict: Request id is already in flight for this session"
 SINGLE_OBJECT = "Invalid Request: JSON-RPC body must be a single request object"
@@ -54,7 +55,7 @@ def is_initialize(message: Any) -> bool:
 
 
 # -- POST ----------------------------------------------------------------------------------
-async def post(h: Exchange, message: Any, header: str | None, body: bytes) -> None:
+async def post(h: RequestFlow, message: Any, header: str | None, body: bytes) -> None:
     opts = h.transport.options
     if isinstance(message, list):
         await _batch(h, message, body)
@@ -102,7 +103,7 @@ async def post(h: Exchange, message: Any, header: str | None, body: bytes) -> No
         raise Reply(400, INVALID_REQUEST, "Invalid Request", safe_id(request_id))
 
 
-async def _batch(h: Exchange, batch: list[Any], body: bytes) -> None:
+async def _batch(h: RequestFlow, batch: list[Any], body: bytes) -> None:
     """2025-03-26 allowed batches; later versions and sessionless calls do not.
 
     One JSON array answers the batch, so its requests never stream."""
@@ -146,7 +147,7 @@ async def _batch(h: Exchange, batch: list[Any], body: bytes) -> None:
         h.accepted()
 
 
-async def _initialize(h: Exchange, message: dict[str, Any], body: bytes) -> None:
+async def _initialize(h: RequestFlow, message: dict[str, Any], body: bytes) -> None:
     """``initialize``: answered by the engine, which opens the session through the
     transport once the request passed its bounds and the middleware."""
     t = h.transport
@@ -178,7 +179,7 @@ async def _initialize(h: Exchange, message: dict[str, Any], body: bytes) -> None
 
 
 # -- GET and DELETE ------------------------------------------------------------------------
-async def get(h: Exchange) -> None:
+async def get(h: RequestFlow) -> None:
     """Open the session's stream of server-initiated messages (one per session)."""
     opts = h.transport.options
     if _addressed_to_modern(h) or opts.stateless:
@@ -204,7 +205,7 @@ async def get(h: Exchange) -> None:
         session.touch()
 
 
-async def delete(h: Exchange) -> None:
+async def delete(h: RequestFlow) -> None:
     """End the session named by ``Mcp-Session-Id``."""
     t = h.transport
     if _addressed_to_modern(h) or t.options.stateless:
@@ -215,7 +216,7 @@ async def delete(h: Exchange) -> None:
     h.send_json(200, {"success": True})
 
 
-def _addressed_to_modern(h: Exchange) -> bool:
+def _addressed_to_modern(h: RequestFlow) -> bool:
     """GET and DELETE: is this request addressed to the 2026 era (which has neither)?"""
     if not h.transport.serves_legacy:
         return True
@@ -228,7 +229,7 @@ def _addressed_to_modern(h: Exchange) -> bool:
 
 
 # -- sessions and versions -----------------------------------------------------------------
-async def session_from_header(h: Exchange, body: bytes | None = None) -> Session:
+async def session_from_header(h: RequestFlow, body: bytes | None = None) -> Session:
     session_id = headers.value(h.request.headers, HEADER_SESSION_ID)
     if not session_id:
         raise Reply(400, INVALID_REQUEST, "Bad Request: Missing session ID")
@@ -248,7 +249,7 @@ async def session_from_header(h: Exchange, body: bytes | None = None) -> Session
     return session
 
 
-def check_version(h: Exchange) -> str:
+def check_version(h: RequestFlow) -> str:
     """The request's ``MCP-Protocol-Version`` (2025-03-26 when absent), if served."""
     header = headers.value(h.request.headers, HEADER_PROTOCOL_VERSION)
     version = DEFAULT_LEGACY_VERSION if header is None else header.strip()

@@ -15,10 +15,10 @@ from ..protocol.errors import MCPError
 from . import wire
 
 if TYPE_CHECKING:
-    from .exchange import Exchange
+    from .flow import RequestFlow
 
 
-async def listen(h: Exchange, message: dict[str, Any], params: dict[str, Any]) -> None:
+async def listen(h: RequestFlow, message: dict[str, Any], params: dict[str, Any]) -> None:
     t = h.transport
     opts = t.options
     try:

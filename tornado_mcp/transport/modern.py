@@ -35,12 +35,12 @@ from .request import run_request
 from .wire import Reply
 
 if TYPE_CHECKING:
-    from .exchange import Exchange
+    from .flow import RequestFlow
 
 SINGLE_OBJECT = "Invalid Request: JSON-RPC body must be a single request object"
 
 
-async def post(h: Exchange, message: Any, header: str | None) -> None:
+async def post(h: RequestFlow, message: Any, header: str | None) -> None:
     t = h.transport
     if not isinstance(message, dict):
         raise Reply(400, INVALID_REQUEST, SINGLE_OBJECT)
@@ -93,7 +93,7 @@ async def post(h: Exchange, message: Any, header: str | None) -> None:
     await run_request(h, message, None, json_only=False, envelope=envelope)
 
 
-def _check_routing_headers(h: Exchange, method: Any, params: dict[str, Any],
+def _check_routing_headers(h: RequestFlow, method: Any, params: dict[str, Any],
                            request_id: Any) -> None:
     hdr_method = h.single_header(HEADER_METHOD)
     if not hdr_method:
@@ -120,10 +120,10 @@ def _check_routing_headers(h: Exchange, method: Any, params: dict[str, Any],
         _check_param_headers(h, str(body_name), params, request_id)
 
 
-def _check_param_headers(h: Exchange, tool_name: str, params: dict[str, Any],
+def _check_param_headers(h: RequestFlow, tool_name: str, params: dict[str, Any],
                          request_id: Any) -> None:
     """A tool's arguments that it declared as headers must be repeated, and match."""
-    tool = h.transport.server.get_tool(tool_name)
+    tool = h.transport.server.registry.tools.get(tool_name)
     if tool is None or not tool.header_params:
         return
     arguments = params.get("arguments")

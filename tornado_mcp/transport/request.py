@@ -22,12 +22,13 @@ from ..protocol.jsonrpc import error_body
 from ..server.context_ref import HoldsContext
 from ..server.outbound import client_result, request_message
 from ..server.session import Session
-from ..server.sync_handlers import call_on_loop, worker_loop
+from ..sync.handlers import call_on_loop, worker_loop
 from . import wire
 from .resume import retry_ms
 
 if TYPE_CHECKING:
-    from .exchange import Exchange, RequestStreamLike, ResumableStreamLike
+    from .flow import RequestFlow
+    from .resume import ResumableStream
 
 log = logging.getLogger("tornado_mcp.transport")
 
@@ -40,15 +41,16 @@ class RequestStream(HoldsContext):
     the session's GET stream once the response is complete.
     """
 
-    __slots__ = ("handler", "json_only", "notifications", "resumable")
+    __slots__ = ("exchange", "json_only", "notifications", "resumable")
 
-    def __init__(self, handler: Exchange) -> None:
+    def __init__(self, exchange: RequestFlow) -> None:
         super().__init__()
-        self.handler = handler
+        #: The HTTP request this is the way back of.
+        self.exchange = exchange
         self.json_only = False
         self.notifications = 0
         #: This request's stream, once it opened as a resumable one.
-        self.resumable: ResumableStreamLike | None = None
+        self.resumable: ResumableStream | None = None
 
     def cancel(self) -> None:
         ctx = self.ctx
@@ -64,18 +66,18 @@ class RequestStream(HoldsContext):
         handler is cancelled and the stream freed at once.
         """
         if self.resumable is not None:
-            self.resumable.detach(self.handler.channel)
-            self.handler.drop_channel()
+            self.resumable.detach(self.exchange.channel)
+            self.exchange.drop_channel()
             return
-        self.handler.drop_channel()
+        self.exchange.drop_channel()
         self.cancel()
 
-    def _resumable(self) -> ResumableStreamLike | None:
+    def _resumable(self) -> ResumableStream | None:
         """This request's resumable stream, opening (and priming) it when the transport
         and the session allow one."""
         if self.resumable is not None:
             return self.resumable
-        h = self.handler
+        h = self.exchange
         ctx = self.ctx
         resumption = h.transport.resumption
         if self.json_only or h.done or h.channel is not None or ctx is None \
@@ -89,7 +91,7 @@ class RequestStream(HoldsContext):
     def close_stream(self) -> bool:
         """Close the connection of a resumable stream (the client polls to resume)."""
         rs = self._resumable()
-        return rs is not None and rs.close_connection(retry_ms(self.handler.transport))
+        return rs is not None and rs.close_connection(retry_ms(self.exchange.transport))
 
     def emit(self, message: dict[str, Any]) -> bool:
         if worker_loop() is not None:  # from a plain handler's thread: on the loop
@@ -97,7 +99,7 @@ class RequestStream(HoldsContext):
         rs = self._resumable()
         if rs is not None:
             return rs.send(message)
-        h = self.handler
+        h = self.exchange
         if self.json_only or h.done:
             return False
         if self.ctx is not None and self.ctx.modern:
@@ -115,7 +117,7 @@ class RequestStream(HoldsContext):
         """Why a server-to-client request cannot be sent for this request, or ``None``."""
         if not self.json_only:
             return None
-        if self.handler.transport.options.json_response:
+        if self.exchange.transport.options.json_response:
             return ("JSON response mode does not support server-to-client requests "
                     "(sampling, elicitation, roots): the response is one JSON body; serve "
                     "this endpoint with json_response=False, or let the client use 2026-07-28")
@@ -142,7 +144,7 @@ class RequestStream(HoldsContext):
             session.pending.pop(request_id, None)
             raise MCPError(INTERNAL_ERROR, f"No active stream for {method} request")
         wait = timeout if timeout is not None else \
-            self.handler.transport.options.server_to_client_request_timeout
+            self.exchange.transport.options.server_to_client_request_timeout
         return await client_result(fut, request_id, method, wait, self.emit,
                                    lambda: session.pending.pop(request_id, None))
 
@@ -152,7 +154,7 @@ class RequestStream(HoldsContext):
         request's own stream."""
         if worker_loop() is not None:
             return call_on_loop(self.notify_resources_updated, uri)
-        server = self.handler.transport.server
+        server = self.exchange.transport.server
         server.notify_resources_updated(uri)
         ctx = self.ctx
         session = ctx.session if ctx is not None else None
@@ -164,7 +166,7 @@ class RequestStream(HoldsContext):
             session.notify_resources_updated(uri)
 
 
-async def run_request(h: Exchange, message: dict[str, Any], session: Session | None,
+async def run_request(h: RequestFlow, message: dict[str, Any], session: Session | None,
                       json_only: bool, envelope: dict[str, Any] | None = None) -> None:
     """Dispatch ``message`` and write its response.
 
@@ -215,12 +217,12 @@ async def run_request(h: Exchange, message: dict[str, Any], session: Session | N
         h.send_sse(response)
 
 
-async def dispatch(stream: RequestStreamLike, message: dict[str, Any], session: Session | None,
+async def dispatch(stream: RequestStream, message: dict[str, Any], session: Session | None,
                    envelope: dict[str, Any] | None) -> dict[str, Any] | None:
     """The server's JSON-RPC response to ``message``, or ``None`` when it was cancelled:
     the engine's one pipeline, with this HTTP request's caller and facts (a refusal is
     raised, as :meth:`Engine.dispatch <tornado_mcp.engine.engine.Engine.dispatch>` does)."""
-    h = stream.handler
+    h = stream.exchange
     return await h.transport.engine.dispatch(message, stream, session=session,
                                              envelope=envelope, principal=h.principal,
                                              facts=h.request)

@@ -37,7 +37,8 @@ from .sse import SSEChannel, frame
 from .wire import Reply
 
 if TYPE_CHECKING:
-    from .exchange import Endpoint, Exchange
+    from .core import Transport
+    from .flow import RequestFlow
 
 #: ``<stream key>.<sequence number>``: the key as :func:`secrets.token_urlsafe` makes it.
 log = logging.getLogger("tornado_mcp.transport")
@@ -48,7 +49,7 @@ NOT_RESUMABLE = ("Bad Request: Last-Event-ID names no stream this session can re
                  "(unknown, or its events are no longer kept)")
 
 
-def retry_ms(t: Endpoint) -> int:
+def retry_ms(t: Transport) -> int:
     return max(1, round(t.options.sse_retry_interval * 1000))
 
 
@@ -152,7 +153,7 @@ class ResumableStream:
 class Resumption:
     """A transport's resumable streams: the live ones by (session, key), and the store."""
 
-    def __init__(self, transport: Endpoint, store: EventStore) -> None:
+    def __init__(self, transport: Transport, store: EventStore) -> None:
         opts = transport.options
         self.transport = transport
         self.store = store
@@ -184,7 +185,7 @@ class Resumption:
         self.store.forget(session.id)
 
 
-async def resume(h: Exchange, session: Session, last_event_id: str) -> None:
+async def resume(h: RequestFlow, session: Session, last_event_id: str) -> None:
     """``GET`` with ``Last-Event-ID``: replay the named stream's missed events, then carry
     the rest of it live (or end it, when its request is already answered)."""
     t = h.transport

@@ -23,10 +23,10 @@ from . import headers, legacy, modern
 from .wire import Reply
 
 if TYPE_CHECKING:
-    from .exchange import Exchange
+    from .flow import RequestFlow
 
 
-async def post(h: Exchange) -> None:
+async def post(h: RequestFlow) -> None:
     """Choose the era from the headers (and, for ``initialize``, the body), check what
     both eras require of a POST, parse the body, and hand it to the era."""
     t = h.transport

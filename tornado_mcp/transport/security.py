@@ -16,7 +16,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from ..options import TransportOptions
+from ..options import Options
 from .headers import MAX_CACHED_HEADER
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
@@ -64,7 +64,7 @@ def parse_host(value: str) -> tuple[str, str | None] | None:
 
 
 def rebinding_verdict(host_header: str | None, origin: str | None,
-                      opts: TransportOptions) -> str | None:
+                      opts: Options) -> str | None:
     """The refusal message for this Host/Origin pair, or ``None`` when it is allowed."""
     host = (host_header or "").strip().lower()
     if host:
@@ -97,7 +97,7 @@ class RebindingGuard:
 
     __slots__ = ("_cache", "_options")
 
-    def __init__(self, options: TransportOptions) -> None:
+    def __init__(self, options: Options) -> None:
         self._options = options
         self._cache: dict[tuple[str | None, str | None], str | None] = {}
 

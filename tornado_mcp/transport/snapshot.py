@@ -11,10 +11,10 @@ from ..protocol.identity import Principal
 
 if TYPE_CHECKING:
     from ..engine.audit import AuditTrail
-    from .exchange import Endpoint
+    from .core import Transport
 
 
-def take_snapshot(t: Endpoint, sessions: bool, streams: bool, stream_uris: bool) -> Snapshot:
+def take_snapshot(t: Transport, sessions: bool, streams: bool, stream_uris: bool) -> Snapshot:
     now_wall, now_mono = time.time(), time.monotonic()
     session_rows = []
     s_bytes = s_values = in_flight = get_streams = 0
@@ -36,7 +36,7 @@ def take_snapshot(t: Endpoint, sessions: bool, streams: bool, stream_uris: bool)
                 principal=shown(s.principal)))
     stream_rows = []
     u_count = u_bytes = 0
-    for st in t.hub:
+    for st in t.listen_index:
         u_count += len(st.uris)
         u_bytes += st.uri_bytes
         if streams:
@@ -48,7 +48,7 @@ def take_snapshot(t: Endpoint, sessions: bool, streams: bool, stream_uris: bool)
                 uris=tuple(sorted(st.uris)) if stream_uris else (),
                 principal=shown(st.principal)))
     totals = Totals(sessions=len(t.sessions), get_streams=get_streams,
-                    listen_streams=len(t.hub), retained_bytes=s_bytes + u_bytes,
+                    listen_streams=len(t.listen_index), retained_bytes=s_bytes + u_bytes,
                     retained_values=s_values, subscription_uris=u_count,
                     subscription_uri_bytes=u_bytes, in_flight=in_flight)
     return Snapshot(taken_at=now_wall, started_at=t.started_at, totals=totals,

@@ -36,13 +36,16 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tornado.ioloop import IOLoop
 from tornado.iostream import StreamClosedError
 
 from ..protocol import Refusal
 from . import seams
+
+if TYPE_CHECKING:
+    from .flow import RequestFlow
 
 __all__ = ["KEEPALIVE_FRAME", "SSE_CONTENT_TYPE", "SSE_EXTRA_HEADERS", "SSE_HEADERS",
            "SSEChannel", "frame"]
@@ -88,15 +91,16 @@ class SSEChannel:
     __slots__ = ("_acked", "_closing", "_flush_started", "_flushing", "_in_flight",
                  "_keepalive", "_max_queue", "_on_overflow", "_queue", "_queued_keys",
                  "_stall", "_timer", "_timer_due", "_waiting_since", "_written", "closed",
-                 "coalesced", "done", "ended", "handler", "last_write")
+                 "coalesced", "done", "ended", "exchange", "last_write")
 
-    def __init__(self, handler: Any, max_queue: Callable[[], int],
+    def __init__(self, exchange: RequestFlow, max_queue: Callable[[], int],
                  keepalive: Callable[[], float | None] = lambda: None,
                  on_overflow: Callable[[Refusal], None] | None = None,
                  stall: Callable[[], float | None] = lambda: None) -> None:
         for name, value in SSE_HEADERS:
-            handler.set_header(name, value)
-        self.handler = handler
+            exchange.set_header(name, value)
+        #: The request this stream answers (an ``MCPHandler`` or a fast-path exchange).
+        self.exchange = exchange
         self._queue: deque[bytes] = deque()
         self._queued_keys: set[Any] = set()
         self.coalesced = 0
@@ -180,16 +184,16 @@ class SSEChannel:
         self._queued_keys.clear()
         if data:
             with contextlib.suppress(RuntimeError):  # the response was finished under us
-                self.handler.write(data)
+                self.exchange.write(data)
         self._mark_closed(dropped=False)
-        self.handler.stream_ended(self)
+        self.exchange.stream_ended(self)
 
     def abort(self) -> None:
         """Drop the connection now (the peer is gone, or too slow)."""
         if self.closed and self.done.done():
             return
         self._mark_closed()
-        seams.close(self.handler.request.connection)
+        seams.close(self.exchange.request.connection)
 
     def finished(self, written: asyncio.Future[None]) -> None:
         """The exchange finished the response: :attr:`done` once ``written`` is."""
@@ -202,8 +206,8 @@ class SSEChannel:
     def _write(self, data: bytes) -> None:
         try:
             if data:
-                self.handler.write(data)
-            fut = self.handler.flush()
+                self.exchange.write(data)
+            fut = self.exchange.flush()
         except (StreamClosedError, RuntimeError):
             self._mark_closed()
             return
@@ -270,7 +274,7 @@ class SSEChannel:
         """Whether the peer has taken nothing for ``stall`` seconds while data waited."""
         if self._flushing and now - self._flush_started >= stall:
             return True  # a write of ours has been pending all that time
-        sock = seams.socket_of(self.handler.request.connection)
+        sock = seams.socket_of(self.exchange.request.connection)
         unacked = unacknowledged_bytes(sock) if sock is not None else None
         if not unacked:
             self._waiting_since = None

@@ -144,7 +144,7 @@ async def test_a_burst_of_the_same_change_coalesces_while_a_frame_waits() -> Non
     async with running(server, max_stream_queue=5) as srv:
         stream = await acked(srv, {"toolsListChanged": True,
                                    "resourceSubscriptions": ["test://a", "test://b"]}, "c")
-        channel = next(iter(srv.transport.hub)).channel
+        channel = next(iter(srv.transport.listen_index)).channel
         for _ in range(1000):  # one loop tick: every frame after the first must wait
             server.notify_tools_list_changed()
             server.notify_resources_updated("test://a")
@@ -161,5 +161,5 @@ async def test_a_burst_of_the_same_change_coalesces_while_a_frame_waits() -> Non
 
         await stream.wait_for(got_all)
         assert srv.transport.refusals["max_stream_queue"] == 0
-        assert len(srv.transport.hub) == 1
+        assert len(srv.transport.listen_index) == 1
         assert len(stream.messages) <= 1 + 2 * 3  # the first frames, then one per change

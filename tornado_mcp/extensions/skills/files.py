@@ -1,6 +1,6 @@
 """Reading a skill (``SKILL.md`` and its files) from disk, and the rules a skill obeys.
 
-Nothing here knows about MCP methods: :mod:`tornado_mcp.server.skills` builds the
+Nothing here knows about MCP methods: :mod:`tornado_mcp.extensions.skills` builds the
 ``io.modelcontextprotocol/skills`` extension on it.  What holds here:
 
 * the frontmatter is the leading ``---`` block of ``SKILL.md``, read as YAML 1.2 core

@@ -1,5 +1,5 @@
 """The methods of the skills extension: ``skills/list``, ``skills/get`` and
-``resources/directory/read`` (see :mod:`tornado_mcp.server.skills`), and the notices of
+``resources/directory/read`` (see :mod:`tornado_mcp.extensions.skills`), and the notices of
 a skill's changes.
 
 They are added to the server as its own methods when the first skill is registered;
@@ -10,18 +10,18 @@ the hooks in :mod:`tornado_mcp.server.builtins`.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from ..protocol import INVALID_PARAMS, RESOURCES_UPDATED
-from ..protocol.errors import MCPError
-from ..protocol.pagination import paginate
-from ..protocol.shapes import CURSOR_PARAMS, URI_PARAMS, load
-from .context import Context
+from ...protocol import INVALID_PARAMS, RESOURCES_UPDATED
+from ...protocol.errors import MCPError
+from ...protocol.pagination import paginate
+from ...protocol.shapes import CURSOR_PARAMS, URI_PARAMS, load
+from ...server.context import Context
 
 if TYPE_CHECKING:
-    from .extension_host import ExtensionHost
-    from .session import Session
+    from ...server.session import Session
+    from ..host import ExtensionHost
+    from .catalog import Skill, SkillCatalog
 
 SKILLS_LIST = "skills/list"
 SKILLS_GET = "skills/get"
@@ -30,45 +30,7 @@ DIRECTORY_READ = "resources/directory/read"
 MAX_SKILL_SUBSCRIPTIONS = 100
 
 
-class FileLike(Protocol):
-    """What the notices read of a skill's file (a :class:`~.skills.SkillFile`)."""
-
-    @property
-    def uri(self) -> str: ...
-
-    @property
-    def digest(self) -> str | None: ...
-
-
-class SkillLike(Protocol):
-    """What these methods read of a :class:`~.skills.Skill` (declared here: the catalog
-    module imports this one)."""
-
-    @property
-    def uri(self) -> str: ...
-
-    @property
-    def frontmatter(self) -> dict[str, Any]: ...
-
-    @property
-    def files(self) -> Sequence[FileLike]: ...
-
-    def entry(self) -> dict[str, Any]: ...
-
-
-class Catalog(Protocol):
-    """What these methods use of the :class:`~.skills.SkillCatalog`."""
-
-    directory_read: bool
-
-    def entries(self) -> list[dict[str, Any]]: ...
-
-    def get(self, uri: str) -> SkillLike | None: ...
-
-    def children(self, uri: str, cursor: Any) -> dict[str, Any]: ...
-
-
-def install(server: ExtensionHost, catalog: Catalog) -> None:
+def install(server: ExtensionHost, catalog: SkillCatalog) -> None:
     """Add the extension's methods to ``server``."""
 
     def cacheable(result: dict[str, Any], ctx: Context) -> dict[str, Any]:
@@ -97,10 +59,10 @@ def install(server: ExtensionHost, catalog: Catalog) -> None:
         cursor = load(CURSOR_PARAMS, params, DIRECTORY_READ).get("cursor")
         return cacheable(catalog.children(uri, cursor), ctx)
 
-    server.add_method(SKILLS_LIST, skills_list)
-    server.add_method(SKILLS_GET, skills_get)
+    server.registry.add_method(SKILLS_LIST, skills_list)
+    server.registry.add_method(SKILLS_GET, skills_get)
     if catalog.directory_read:
-        server.add_method(DIRECTORY_READ, directory_read)
+        server.registry.add_method(DIRECTORY_READ, directory_read)
 
 class SkillNotices:
     """Who hears of a skill's changes: listen streams (through the server) and the legacy
@@ -112,7 +74,7 @@ class SkillNotices:
         self.watchers: weakref.WeakKeyDictionary[Session, set[str]] = \
             weakref.WeakKeyDictionary()
 
-    def changed(self, old: SkillLike | None, new: SkillLike | None) -> list[str]:
+    def changed(self, old: Skill | None, new: Skill | None) -> list[str]:
         before = {f.uri: f.digest for f in old.files} if old else {}
         after = {f.uri: f.digest for f in new.files} if new else {}
         changed = sorted(u for u in before.keys() | after.keys()
