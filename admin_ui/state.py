@@ -51,7 +51,7 @@ Authenticate = Callable[[RequestHandler], str | Awaitable[str | None] | None]
 class TransportLike(Protocol):
     """The part of :class:`tornado_mcp.Transport` the dashboard reads and drives: its public
     API only.  A Protocol so that holds by type (and by test:
-    ``tests/test_admin_transport_surface.py`` mounts the dashboard on a stand-in with these
+    ``tests/admin/test_admin_transport_surface.py`` mounts the dashboard on a stand-in with these
     members and nothing else)."""
 
     @property

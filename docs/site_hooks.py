@@ -3,7 +3,7 @@
 * The home page is README.md's overview and quickstart: ``index.md`` holds a marker that
   becomes the README's introduction and its sections named in :data:`HOME_SECTIONS`, with
   links into ``docs/`` made relative to the site (one text, two places, no drift).
-* ```python fragment``` fences (a convention of tests/test_docs_run.py: shown, not run)
+* ```python fragment``` fences (a convention of tests/docs/test_docs_run.py: shown, not run)
   become plain ```python``` fences, which Markdown renders as code.
 * Sphinx roles left in docstrings (:class:`~tornado_mcp.Server`, :func:`run`, ...) render
   as the code they name.

@@ -13,7 +13,7 @@ to a server running in a thread, and checks after each:
 * a refused request (4xx) leaves no session behind; no stream and no request is left
   once the run ends; nothing is logged at ERROR and no log record carries a traceback.
 
-``tests/test_fuzz.py`` runs a short seeded pass in the test command.  The long run::
+``tests/reliability/test_fuzz.py`` runs a short seeded pass in the test command.  The long run::
 
     python -m tests.fuzz --requests 100000 [--seed N]
 

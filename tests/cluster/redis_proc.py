@@ -72,3 +72,14 @@ def redis_fixture() -> Iterator[RedisProc]:
         yield proc
     finally:
         proc.stop()
+
+
+@pytest.fixture
+def redis_url() -> Iterator[str]:
+    """The URL of a real redis-server started for the test (and stopped after it)."""
+    proc = RedisProc()
+    proc.start()
+    try:
+        yield proc.url
+    finally:
+        proc.stop()

@@ -105,7 +105,7 @@ async def test_detach_hands_over_a_stream_whose_writes_still_complete() -> None:
 async def test_the_fast_path_learns_that_its_client_left_while_it_answers() -> None:
     """``set_close_callback``: a listen stream on the fast path ends when its client
     closes the connection, and the endpoint lets go of it; ``close()`` is what drops a
-    stalled or cut-off peer (tests/test_stalled_readers.py, test_body_deadline.py)."""
+    stalled or cut-off peer (tests/reliability/test_stalled_readers.py, test_body_deadline.py)."""
     async with running(Server("close"), fast=True) as srv:
         conn = await WireConn.open(srv.port)
         body = json.dumps({"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen",

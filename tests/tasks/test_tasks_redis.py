@@ -7,10 +7,10 @@ cancel for a task whose process is gone settles the record where it arrived.
 from __future__ import annotations
 
 import pytest
+from cluster.redis_proc import redis_url  # noqa: F401 - the real redis-server fixture
 from conftest import ServerFactory
 from mcp_http import Running, assert_refused, result_of, tool_text
 from tasks_http import call, start, task_request, until
-from test_scaleout import redis_url  # noqa: F401 - the real redis-server fixture
 
 from tornado_mcp import Server, Transport
 from tornado_mcp.cluster.task_store import RedisTaskStore

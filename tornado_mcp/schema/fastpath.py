@@ -7,7 +7,7 @@ returns ``None`` and the caller uses the ``jsonschema`` library alone.
 
 The predicate is sound in one direction by construction and tested in both: ``True`` is
 final, ``False`` only means "ask the library" (which then gives the verdict and the
-message).  ``tests/test_json_schema_suite.py`` checks that on every case of the official
+message).  ``tests/schema/test_json_schema_suite.py`` checks that on every case of the official
 JSON-Schema-Test-Suite whose schema this module compiles, its verdict equals the
 library's.  The rules follow the library's exactly: booleans are not numbers, ``1.0`` is
 an integer, string length counts code points, ``enum``/``const`` compare as JSON (``1``

@@ -6,5 +6,5 @@ the core's parts and the extensions (:mod:`tornado_mcp.extensions`) together.
 No Tornado and no I/O here: the engine (:mod:`tornado_mcp.engine`) runs these for every
 transport.  The core imports only :mod:`tornado_mcp.protocol`, :mod:`tornado_mcp.schema`
 and :mod:`tornado_mcp.sync`; only :mod:`.server` also imports the extensions, which build
-on the core (``tests/test_architecture.py`` holds this).
+on the core (``tests/project/test_architecture.py`` holds this).
 """

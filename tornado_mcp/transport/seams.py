@@ -28,7 +28,7 @@ only here, and checked on every supported Tornado (6.4, 6.5, 6.6) by
 =============================================  =================================================
 
 No private Tornado name is used anywhere in the package: :data:`PRIVATE_NAMES` is empty,
-and ``tests/test_architecture.py`` fails on any access to a ``tornado`` name starting
+and ``tests/project/test_architecture.py`` fails on any access to a ``tornado`` name starting
 with ``_``.
 """
 

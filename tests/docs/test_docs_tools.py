@@ -1,6 +1,6 @@
 """The Python blocks of docs/tools.md run as written, each on its own (blocks fenced
 ``python fragment`` are excerpts and are only compiled).  The testing section of
-docs/getting-started.md is files the reader saves: tests/test_docs_run.py runs them."""
+docs/getting-started.md is files the reader saves: tests/docs/test_docs_run.py runs them."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 FENCE = re.compile(r"^```python( fragment)?\n(.*?)^```", re.M | re.S)
 
 

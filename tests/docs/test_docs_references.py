@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("tornado_mcp", "admin_ui")
 DOCS = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
 

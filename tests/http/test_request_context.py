@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from mcp_http import running
 
-from tests.mcp_http import running
 from tornado_mcp import ANONYMOUS, Context, Principal, Server
 
 

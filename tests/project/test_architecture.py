@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 import tornado.web
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("tornado_mcp", "admin_ui")
 #: The size rules count code lines: not blank lines, comments or docstrings, so
 #: explaining the code never costs room for it.  A module may hold ``MAX_MODULE_CODE``

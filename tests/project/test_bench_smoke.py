@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 TS_FIXTURE = REPO / "bench" / "fixtures" / "ts_server"
 SMOKE_TIMEOUT_S = 240
 

@@ -26,7 +26,7 @@ import pytest
 
 from tornado_mcp.schema.validate import InvalidSchema, compile_schema
 
-SUITE = Path(__file__).parent / "data" / "json-schema-test-suite"
+SUITE = Path(__file__).resolve().parents[1] / "data" / "json-schema-test-suite"
 DIALECTS = {"draft2020-12": None, "draft7": "http://json-schema.org/draft-07/schema#"}
 REMOTE = "localhost:1234"
 #: Cases answered wrongly on purpose, with the reason: (file, group, case) -> reason.

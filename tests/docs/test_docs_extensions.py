@@ -1,5 +1,5 @@
 """The programs of docs/skills.md and docs/apps.md (their ```python blocks, in order, as
-one program each, the way tests/test_docs_run.py runs the others) run and exit 0: each
+one program each, the way tests/docs/test_docs_run.py runs the others) run and exit 0: each
 asserts what the page says the server answers."""
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from conftest import REPO_ROOT
 from mcp_http import running
 
 PEERS = REPO_ROOT / ".peers" / "node_modules"
-SCRIPT = Path(__file__).parent / "ts_client.mjs"
+SCRIPT = Path(__file__).resolve().parents[1] / "ts_client.mjs"
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -16,7 +16,7 @@ from tornado_mcp import Context, Server
 from tornado_mcp.protocol import INVALID_PARAMS, METHOD_NOT_FOUND
 from tornado_mcp.testing import Client, RPCError
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def build() -> Server:

@@ -4,9 +4,9 @@ package index), docs/auth.md's login recipe for the official SDK needs nothing t
 does not bring (mcp 2.3.0 is built on ``httpx2``, not ``httpx``), and docs/deploy.md's
 Kubernetes command serves clients by the name they use.
 
-The rest of the newcomer's path runs in tests/test_docs_run.py (every page's program, the
+The rest of the newcomer's path runs in tests/docs/test_docs_run.py (every page's program, the
 README app with its dashboard snippet pasted in, getting-started's pytest files in a
-directory of their own, ``crunch`` once per call in both eras) and tests/test_docs_site.py
+directory of their own, ``crunch`` once per call in both eras) and tests/docs/test_docs_site.py
 (the site)."""
 
 from __future__ import annotations
