@@ -229,7 +229,9 @@ class Server:
             structured_output=structured_output)
 
     def remove_tool(self, name: str) -> None:
-        """Stop offering tool ``name`` (:class:`KeyError` when there is none)."""
+        """Stop offering tool ``name`` (:class:`KeyError` when there is none).  Clients are
+        not told until you call :meth:`notify_tools_list_changed` (once for a batch of
+        changes, as after adding tools at run time)."""
         self.registry.remove("tools", name)
 
     def get_tool(self, name: str) -> Tool | None:
@@ -281,7 +283,9 @@ class Server:
         return self.registry.add_resource_template(fn, uri_template, name, **kwargs)
 
     def remove_resource(self, uri: str) -> None:
-        """Stop offering the resource at ``uri`` (:class:`KeyError` when there is none)."""
+        """Stop offering the resource at ``uri`` (:class:`KeyError` when there is none; a
+        template is not a resource).  Clients are not told until you call
+        :meth:`notify_resources_list_changed`."""
         self.registry.remove("resources", uri)
 
     def get_resource(self, uri: str) -> Resource | None:
@@ -334,7 +338,8 @@ class Server:
                                         arguments=arguments, icons=icons, meta=meta)
 
     def remove_prompt(self, name: str) -> None:
-        """Stop offering prompt ``name`` (:class:`KeyError` when there is none)."""
+        """Stop offering prompt ``name`` (:class:`KeyError` when there is none).  Clients
+        are not told until you call :meth:`notify_prompts_list_changed`."""
         self.registry.remove("prompts", name)
 
     def get_prompt(self, name: str) -> Prompt | None:
