@@ -737,15 +737,19 @@ def _private_names(cls: type) -> frozenset[str]:
     """The private names of ``cls`` and its Tornado bases: their methods and attributes,
     and every ``x._name`` their source assigns (``self._finished``,
     ``self.request._body_future``)."""
-    names: set[str] = set()
-    for klass in cls.__mro__:
-        if not klass.__module__.startswith("tornado."):
-            continue
-        names.update(n for n in vars(klass) if n.startswith("_") and not n.startswith("__"))
-        for node in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(klass)))):
-            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) \
-                    and node.attr.startswith("_") and not node.attr.startswith("__"):
-                names.add(node.attr)
+    return frozenset().union(*(_own_private_names(klass) for klass in cls.__mro__
+                               if klass.__module__.startswith("tornado.")))
+
+
+@functools.cache
+def _own_private_names(klass: type) -> frozenset[str]:
+    """The private names one Tornado class defines or assigns (read from its source once:
+    ``RequestHandler`` is a base of many of the package's classes)."""
+    names = {n for n in vars(klass) if n.startswith("_") and not n.startswith("__")}
+    for node in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(klass)))):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) \
+                and node.attr.startswith("_") and not node.attr.startswith("__"):
+            names.add(node.attr)
     return frozenset(names)
 
 
