@@ -31,7 +31,8 @@ import pytest
 from conftest import REPO_ROOT, ServerProc
 from test_docs_run import blocks, saved_files, start
 
-pytestmark = pytest.mark.timeout(180)
+# one worker starts the page's two servers (module-scoped) for all its tests
+pytestmark = [pytest.mark.timeout(180), pytest.mark.xdist_group("docs_clients")]
 
 PAGE = REPO_ROOT / "docs" / "clients.md"
 NODE = os.environ.get("MCP_NODE")

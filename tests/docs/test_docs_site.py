@@ -125,6 +125,11 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+#: The tests that read the built site run in one worker, so it is built once.
+ONE_SITE = pytest.mark.xdist_group("docs_site")
+
+
+@ONE_SITE
 def test_the_site_builds_strictly_with_every_name_in_the_reference(site: Path) -> None:
     anchors = set()
     for page in (site / "api").glob("*/index.html"):
@@ -135,6 +140,7 @@ def test_the_site_builds_strictly_with_every_name_in_the_reference(site: Path) -
     assert not (site / "site_hooks.py").exists()
 
 
+@ONE_SITE
 def test_the_home_page_is_the_readme_overview_and_quickstart(site: Path) -> None:
     readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
     home = (site / "index.html").read_text(encoding="utf-8")
@@ -196,6 +202,7 @@ def served(site: Path) -> contextlib.AbstractAsyncContextManager[str]:
 WAIT_MS = 15_000
 
 
+@ONE_SITE
 @pytest.mark.browser
 async def test_the_site_in_chromium(site: Path) -> None:
     """What a newcomer sees: the home page opens on the overview and the quickstart, in
