@@ -18,6 +18,7 @@ import builtins
 import functools
 import importlib
 import inspect
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -139,9 +140,12 @@ def all_refs() -> list[Ref]:
 def _python_files() -> frozenset[str]:
     # Not under a hidden directory (.venv, .venv-py313, .peers, caches) nor node_modules:
     # the files of installed packages are not ours.
-    return frozenset(p.name for p in ROOT.rglob("*.py")
-                     if not any(part.startswith(".") or part == "node_modules"
-                                for part in p.relative_to(ROOT).parts[:-1]))
+    names = set()
+    for _where, directories, files in os.walk(ROOT):
+        directories[:] = [d for d in directories
+                          if not d.startswith(".") and d != "node_modules"]  # not walked
+        names.update(f for f in files if f.endswith(".py"))
+    return frozenset(names)
 
 
 def path_exists(target: str) -> bool:
