@@ -12,7 +12,9 @@ here, over real HTTP with the ``mcp`` 2.3.0 client:
 * at 2026-07-28 the same removals reach a ``subscriptions/listen`` stream opened for the
   three list changes (``Client.listen``), with the same consequences (an unknown resource is
   -32602 there);
-* removing a name that is not registered raises :class:`KeyError`.
+* removing a name that is not registered raises :class:`KeyError`;
+* what a decorator declared beside the handler (scopes, bounds) goes with it: a handler
+  added again under the name starts afresh.
 
 Every test body runs under ``anyio.fail_after`` and the client has a read timeout; its
 response cache is off, so every list is the server's answer.
@@ -36,6 +38,9 @@ from mcp.client.subscriptions import (
 )
 from mcp.shared.exceptions import MCPError
 from mcp_http import LEGACY, MODERN, Running, example_server, running, wait_until
+
+from tornado_mcp import Server
+from tornado_mcp.protocol import PROMPTS_GET, RESOURCES_READ, TOOLS_CALL
 
 TEST_TIMEOUT = 30.0
 WAIT = 10.0  # seconds for any one client operation
@@ -225,3 +230,36 @@ def test_removing_a_name_that_is_not_registered_is_a_key_error() -> None:
     with pytest.raises(KeyError):
         server.remove_tool("echo")
     assert server.get_tool("echo") is None
+
+
+def test_a_removed_handlers_scopes_and_bounds_go_with_it() -> None:
+    server = Server("forget")
+
+    @server.tool(scopes=["notes:write"], timeout=1.0)
+    async def edit() -> str:
+        return "edited"
+
+    @server.prompt(scopes=["notes:read"], max_concurrency=1)
+    async def review() -> str:
+        return "review"
+
+    @server.resource("note://one", scopes=["notes:read"], timeout=2.0)
+    async def one() -> str:
+        return "one"
+
+    declared = [(TOOLS_CALL, "edit"), (PROMPTS_GET, "review"), (RESOURCES_READ, "note://one")]
+    for method, name in declared:
+        assert server.scope_rules.needed(method, name) and (method, name) in server.call_bounds
+    server.remove_tool("edit")
+    server.remove_prompt("review")
+    server.remove_resource("note://one")
+    for method, name in declared:
+        assert not server.scope_rules.needed(method, name), name
+        assert (method, name) not in server.call_bounds, name
+    assert not server.scope_rules.active
+
+    @server.tool()
+    async def edit() -> str:  # noqa: F811 - the same name, added again without scopes
+        return "edited again"
+
+    assert not server.scope_rules.needed(TOOLS_CALL, "edit")

@@ -231,8 +231,10 @@ class Server:
     def remove_tool(self, name: str) -> None:
         """Stop offering tool ``name`` (:class:`KeyError` when there is none).  Clients are
         not told until you call :meth:`notify_tools_list_changed` (once for a batch of
-        changes, as after adding tools at run time)."""
+        changes, as after adding tools at run time).  What its decorator declared beside
+        it (scopes, bounds) goes with it: a tool added again under the name starts afresh."""
         self.registry.remove("tools", name)
+        self._forget(TOOLS_CALL, name)
 
     def get_tool(self, name: str) -> Tool | None:
         return self.registry.tools.get(name)
@@ -285,8 +287,9 @@ class Server:
     def remove_resource(self, uri: str) -> None:
         """Stop offering the resource at ``uri`` (:class:`KeyError` when there is none; a
         template is not a resource).  Clients are not told until you call
-        :meth:`notify_resources_list_changed`."""
+        :meth:`notify_resources_list_changed`.  Its scopes and bounds go with it."""
         self.registry.remove("resources", uri)
+        self._forget(RESOURCES_READ, uri)
 
     def get_resource(self, uri: str) -> Resource | None:
         return self.registry.resources.get(uri)
@@ -339,8 +342,10 @@ class Server:
 
     def remove_prompt(self, name: str) -> None:
         """Stop offering prompt ``name`` (:class:`KeyError` when there is none).  Clients
-        are not told until you call :meth:`notify_prompts_list_changed`."""
+        are not told until you call :meth:`notify_prompts_list_changed`.  Its scopes and
+        bounds go with it."""
         self.registry.remove("prompts", name)
+        self._forget(PROMPTS_GET, name)
 
     def get_prompt(self, name: str) -> Prompt | None:
         return self.registry.prompts.get(name)
@@ -374,6 +379,11 @@ class Server:
             self.call_bounds.pop((method, name), None)
         else:
             self.call_bounds[(method, name)] = bounds
+
+    def _forget(self, method: str, name: str) -> None:
+        """What was declared beside a handler that is gone: its scopes and its bounds."""
+        self.scope_rules.require(method, name, None)
+        self.call_bounds.pop((method, name), None)
 
     def _guard(self, method: str, name: str, scopes: Iterable[str] | None,
                bounds: CallBounds | None) -> None:
