@@ -58,6 +58,7 @@ class Fleet:
         self.nginx: subprocess.Popen[bytes] | None = None
         self.port = 0
         self.exits: list[float] = []  # seconds from SIGTERM to exit, per replacement
+        self.nginx_log = ""  # nginx's error log, kept by stop() (why a request got a 502)
 
     def _start(self, port: int) -> ServerProc:
         proc = ServerProc([sys.executable, "examples/conformance_server.py", "--no-admin",
@@ -97,6 +98,8 @@ class Fleet:
         if self.nginx is not None:
             self.nginx.terminate()
             self.nginx.wait(timeout=10)
+        log = self.workdir / "error.log"
+        self.nginx_log = log.read_text(errors="replace")[-4000:] if log.exists() else ""
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 

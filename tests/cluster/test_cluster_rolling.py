@@ -26,7 +26,7 @@ async def test_a_rolling_deploy_under_load_is_not_noticed(redis: RedisProc,
     print("rolling deploy:", figures)
     record_property("rolling_deploy", figures)  # type: ignore[operator]
     assert figures["replaced"] == 3
-    assert figures["failed"] == 0, figures["failures"]
+    assert figures["failed"] == 0, (figures["failures"], "nginx's error log:", fleet.nginx_log)
     assert figures["reinitialized"] == 0
     assert figures["lost_while_open"] == 0, figures
     assert figures["delivered_to_open_streams"] > 0, figures
