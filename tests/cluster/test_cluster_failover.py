@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from sentinel_proc import Sentinels, failover_under_load, sentinels_fixture  # noqa: F401
 
 
+@pytest.mark.alone  # its load is the test's own: see "alone" in ./dev
 async def test_the_cluster_follows_a_sentinel_failover_under_load(
         sentinels: Sentinels, record_property: Any) -> None:
     figures = await failover_under_load(sentinels)

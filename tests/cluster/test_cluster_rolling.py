@@ -12,6 +12,7 @@ from redis_proc import RedisProc, redis_fixture  # noqa: F401 - the redis fixtur
 from rolling import Fleet, Load, rolling_deploy
 
 
+@pytest.mark.alone  # its load is the test's own: see "alone" in ./dev
 @pytest.mark.timeout(240)
 async def test_a_rolling_deploy_under_load_is_not_noticed(redis: RedisProc,
                                                           record_property: object) -> None:

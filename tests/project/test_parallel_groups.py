@@ -3,7 +3,9 @@ share an expensive module-scoped fixture (a Jupyter server, the built wheel, the
 one conformance harness line's runs) carry one ``xdist_group`` mark so that one worker runs
 them all and builds the fixture once.  pytest-xdist and pytest must agree for the mark to
 mean anything (pytest 9.2 broke it silently: every group was spread over every worker), so
-this runs a small suite the same way and asks where each test ran."""
+this runs a small suite the same way and asks where each test ran.  The tests marked
+``alone`` run after the parallel run, on their own; the last test checks they are all
+where ``./dev`` looks for them."""
 
 from __future__ import annotations
 
@@ -53,3 +55,17 @@ def test_an_xdist_group_runs_in_one_worker(tmp_path: Path) -> None:
     assert len(ran) == 9, json.dumps(ran)
     assert ran["a"] == ran["b"] == ran["c"], ran
     assert len(set(ran.values())) > 1, ran  # the others were spread: the run was parallel
+
+
+def test_every_test_run_alone_is_where_dev_looks_for_them() -> None:
+    """``./dev test`` runs the tests marked ``alone`` after the parallel run with
+    ``pytest -m alone tests/cluster`` (and leaves them out of the parallel run): one marked
+    anywhere else would run nowhere."""
+    tests = Path(__file__).resolve().parents[1]
+    this = Path(__file__).resolve()
+    marked = sorted(p.relative_to(tests).as_posix() for p in tests.rglob("test_*.py")
+                    if p != this and "pytest.mark.alone" in p.read_text(encoding="utf-8"))
+    assert marked, "no test is marked alone"
+    assert all(name.startswith("cluster/") for name in marked), marked
+    dev = (tests.parent / "dev").read_text(encoding="utf-8")
+    assert '-m "not alone"' in dev and "-m alone tests/cluster" in dev
