@@ -3,7 +3,9 @@ notifications a client asked for.
 
 :func:`admit` validates and bounds the request before anything is kept (its id, the number
 and bytes of resource URIs, the task ids, the scopes of what it watches, the number of open
-streams) and raises :class:`~tornado_mcp.protocol.jsonrpc.Reply` for a refusal.
+streams) and raises :class:`~tornado_mcp.protocol.errors.MCPError` for a bad request,
+:class:`~tornado_mcp.protocol.errors.Refused` past a bound (each transport maps them to
+its wire).
 :func:`open_stream` queues the acknowledgement as the stream's first event on the
 transport's channel (an SSE response over HTTP, the pipe over stdio), and only then
 registers the stream, so no notification can precede the acknowledgement.  The stream ends

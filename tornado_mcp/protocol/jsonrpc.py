@@ -8,8 +8,6 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from . import Refusal, jsonio
-
 
 class Kind(enum.Enum):
     """What a parsed JSON-RPC message is."""
@@ -49,26 +47,3 @@ def error_body(request_id: Any, code: int, message: str, data: Any = None) -> di
     if data is not None:
         err["data"] = data
     return {"jsonrpc": "2.0", "id": request_id, "error": err}
-
-
-class Reply(Exception):
-    """Stop handling this request and answer it with ``status`` and a JSON-RPC error.
-
-    ``status`` is the HTTP status where the transport has one (stdio sends the error
-    alone); ``refusal`` names the bound that refused it, counted in the refusals.
-    """
-
-    def __init__(self, status: int, code: int, message: str, request_id: Any = None,
-                 data: Any = None, refusal: Refusal | None = None,
-                 headers: dict[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
-        self.request_id, self.data, self.refusal = request_id, data, refusal
-        #: HTTP headers of the answer, where the transport has them (e.g. Retry-After).
-        self.headers = headers or {}
-
-    def error_body(self) -> dict[str, Any]:
-        return error_body(self.request_id, self.code, self.message, self.data)
-
-    def body(self) -> bytes:
-        return jsonio.dumps(self.error_body())
