@@ -5,25 +5,13 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..server.registry import Registry
+from ..server.builtins import Listing
 
 
-class ExtensionHost(Protocol):
-    """The server as :mod:`.skills` and :mod:`.apps` use it: its
-    registry (where they register what they serve), its listing policy, and its
-    notifications."""
-
-    @property
-    def registry(self) -> Registry: ...
-
-    @property
-    def page_size(self) -> int | None: ...
-
-    @property
-    def ttl_ms(self) -> int: ...
-
-    @property
-    def cache_scope(self) -> str: ...
+class ExtensionHost(Listing, Protocol):
+    """The server as :mod:`.skills` and :mod:`.apps` use it: its registry (where they
+    register what they serve) and listing policy (:class:`~tornado_mcp.server.builtins.Listing`),
+    and its notifications."""
 
     def notify_resources_list_changed(self) -> None: ...
 

@@ -86,11 +86,11 @@ class ResourceSource(Protocol):
     def unsubscribe(self, ctx: Context, uri: str) -> None: ...
 
 
-class Host(Protocol):
-    """What the built-in methods read of their server (a :class:`~tornado_mcp.Server`):
-    its registry, its identity and listing policy, the legacy subscriptions it tracks, and
-    the extensions that add to its lists.  A Protocol because the Server, which holds the
-    extensions too, sits in the layer above this one."""
+class Listing(Protocol):
+    """What everything that lists for a server reads of it (a :class:`~tornado_mcp.Server`):
+    its registry and its listing policy (page size, the 2026-07-28 caching hints).  The
+    part of :class:`Host` the extensions' ``ExtensionHost`` shares: the Server, which
+    holds both, sits in the layer above."""
 
     @property
     def registry(self) -> Registry: ...
@@ -103,6 +103,13 @@ class Host(Protocol):
 
     @property
     def cache_scope(self) -> str: ...
+
+
+class Host(Listing, Protocol):
+    """What the built-in methods read of their server (a :class:`~tornado_mcp.Server`):
+    its registry and listing policy (:class:`Listing`), its identity, the legacy
+    subscriptions it tracks, and the extensions that add to its lists.  A Protocol because
+    the Server, which holds the extensions too, sits in the layer above this one."""
 
     def server_info(self) -> dict[str, Any]: ...
 
