@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
-import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from .files import (
     parse_frontmatter,
     read_confined,
     scan_directory,
+    walk,
 )
 from .methods import MAX_SKILL_SUBSCRIPTIONS, SkillNotices, install
 
@@ -173,12 +173,7 @@ class SkillCatalog:
         if not top.is_dir():
             raise SkillError(f"{directory}: not a directory")
         found: list[Skill] = []
-        for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-            for dirname in dirnames:
-                if os.path.islink(os.path.join(dirpath, dirname)):
-                    raise SkillError(f"{os.path.join(dirpath, dirname)}: a symbolic link to a "
-                                     "directory is not served as a skill")
+        for dirpath, _dirnames, filenames in walk(top, "served as a skill"):
             rel_parts = Path(dirpath).relative_to(top).parts
             if SKILL_MD not in filenames or not rel_parts:
                 continue

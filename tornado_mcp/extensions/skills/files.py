@@ -30,6 +30,7 @@ import mimetypes
 import os
 import re
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -272,18 +273,26 @@ def _is_utf8(name: str) -> bool:
     return True
 
 
+def walk(top: str | Path, refused: str) -> Iterator[tuple[str, list[str], list[str]]]:
+    """``os.walk`` of ``top`` in name order, never into a hidden directory, raising
+    :class:`SkillError` at a symbolic link to a directory (``... is not {refused}``):
+    how both a skill's files and a tree of skills are found."""
+    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for dirname in dirnames:
+            if os.path.islink(os.path.join(dirpath, dirname)):
+                raise SkillError(f"{os.path.join(dirpath, dirname)}: a symbolic link to a "
+                                 f"directory is not {refused}")
+        yield dirpath, dirnames, filenames
+
+
 def scan_directory(root: Path, max_files: int, max_bytes: int) -> list[DiskFile]:
     """Every file of the skill at ``root`` (a resolved directory), refused as a whole with
     :class:`SkillError` when one escapes it or a limit is crossed."""
     base = str(root)
     files: list[DiskFile] = []
     total = 0
-    for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for dirname in dirnames:
-            if os.path.islink(os.path.join(dirpath, dirname)):
-                raise SkillError(f"{os.path.join(dirpath, dirname)}: a symbolic link to a "
-                                 "directory is not served in a skill")
+    for dirpath, _dirnames, filenames in walk(base, "served in a skill"):
         for filename in sorted(f for f in filenames if not f.startswith(".")):
             full = os.path.join(dirpath, filename)
             rel = os.path.relpath(full, base).replace(os.sep, "/")
