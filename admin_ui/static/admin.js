@@ -561,5 +561,6 @@
   document.addEventListener("visibilitychange", () => { if (!document.hidden) refresh(); });
   refresh();
   // What the page's other scripts (governance.js) build on.
-  window.tornadoMcpAdmin = { el, api, ApiError, armedButton };
+  // What the page's other scripts (governance.js, signin.js) share with this one.
+  window.tornadoMcpAdmin = { el, api, ApiError, armedButton, $, nf, fmtInt, READ_ONLY, POLL_MS };
 })();

@@ -4,19 +4,13 @@
 "use strict";
 
 (function () {
-  const body = document.body;
-  const READ_ONLY = body.dataset.readOnly === "true";
-  const POLL_MS = 2000;
-  const $ = (sel, root = document) => root.querySelector(sel);
-  const nf = new Intl.NumberFormat("en-US");
-  const fmtInt = (n) => (n === null || n === undefined ? "–" : nf.format(n));
+  // The page's own helpers (admin.js): elements, the API with the login's XSRF token,
+  // number formats, and whether this login may change anything.
+  const { el, api, $, nf, fmtInt, READ_ONLY, POLL_MS } = window.tornadoMcpAdmin;
   const fmtMs = (n) => (n === null || n === undefined ? "–" : (n >= 100 ? nf.format(Math.round(n)) : n.toFixed(1)) + " ms");
   const fmtKB = (n) => (n === null || n === undefined ? "–" : nf.format(Math.round(n / 1024)) + " kB");
   const fmtSeconds = (s) => (s === null || s === undefined ? "none" : s + " s");
   const clock = (t) => new Date(t * 1000).toLocaleTimeString([], { hour12: false });
-
-  // The page's own helpers (admin.js): elements, and the API with the login's XSRF token.
-  const { el, api } = window.tornadoMcpAdmin;
 
   // In flight against the tool's cap, over a small meter (red at the cap).
   function inFlight(t) {

@@ -5,14 +5,8 @@
 "use strict";
 
 (function () {
-  const body = document.body;
-  const READ_ONLY = body.dataset.readOnly === "true";
-  const POLL_MS = 2000;
-  const $ = (sel, root = document) => root.querySelector(sel);
-  const nf = new Intl.NumberFormat("en-US");
-  const fmtInt = (n) => (n === null || n === undefined ? "–" : nf.format(n));
+  const { el, api, armedButton, $, fmtInt, READ_ONLY, POLL_MS } = window.tornadoMcpAdmin;
   const when = (t) => (t ? new Date(t * 1000).toLocaleString() : "never");
-  const { el, api, armedButton } = window.tornadoMcpAdmin;
 
   function consentRow(c) {
     return el("tr", { "data-consent": c.subject + " " + c.client_id },
