@@ -15,7 +15,7 @@ import tornado.httpserver
 import tornado.netutil
 import tornado.web
 from browser_support import chromium
-from mcp_http import example_server, running
+from mcp_http import example_server, running, serving
 
 playwright_api = pytest.importorskip("playwright.async_api")
 
@@ -73,14 +73,8 @@ class PageHandler(tornado.web.RequestHandler):
 @contextlib.asynccontextmanager
 async def page_origin() -> AsyncIterator[str]:
     """A plain web server on its own loopback port: a distinct origin serving the page."""
-    http = tornado.httpserver.HTTPServer(tornado.web.Application([(r"/", PageHandler)]))
-    sockets = tornado.netutil.bind_sockets(0, "127.0.0.1")
-    http.add_sockets(sockets)
-    try:
-        yield f"http://127.0.0.1:{sockets[0].getsockname()[1]}"
-    finally:
-        http.stop()
-        await http.close_all_connections()
+    async with serving(tornado.web.Application([(r"/", PageHandler)])) as origin:
+        yield origin
 
 
 @pytest.fixture
