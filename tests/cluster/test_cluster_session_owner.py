@@ -21,6 +21,7 @@ from test_cluster_processes import admin
 
 from tornado_mcp import Transport
 from tornado_mcp.cluster import Cluster
+from tornado_mcp.cluster.members import LOOKUP_TIMEOUT
 
 TTL = "1"
 
@@ -154,3 +155,83 @@ async def test_a_process_that_took_a_dead_one_s_url_answers_its_sessions_404(
             await third.close()
             await successor.close()
             await dead.link.aclose()
+
+
+async def test_a_slow_answer_from_redis_is_a_503_not_a_404(redis: RedisProc) -> None:
+    """A process that has not listed the session's owner yet asks Redis, which does not
+    answer within ``LOOKUP_TIMEOUT`` (a machine whose cores are all busy): it cannot tell
+    whether the owner lives, so the client is asked to retry, and is served when it does."""
+    owner_t, other_t = Transport(example_server()), Transport(example_server())
+    async with running(owner_t.server, transport=owner_t) as owner_srv, \
+            running(other_t.server, transport=other_t) as other_srv:
+        other = Cluster(other_t, redis.url, advertise_url=other_srv.url)
+        await other.start()
+        for task in other._tasks:  # no heartbeat rounds: it has not heard of the owner
+            task.cancel()
+        owner = Cluster(owner_t, redis.url, advertise_url=owner_srv.url)
+        await owner.start()
+        try:
+            sid = await owner_srv.initialize()
+            assert owner.id not in other.members.others
+            real_get = other.link.redis.get
+
+            async def slow_get(*args: object, **kw: object) -> object:
+                await asyncio.sleep(LOOKUP_TIMEOUT + 0.5)
+                return await real_get(*args, **kw)
+
+            other.link.redis.get = slow_get
+            reply = await other_srv.post(rpc("ping"), session=sid)
+            assert reply.status == 503, (reply.status, reply.body)
+            assert reply.headers.get("Retry-After") == "1"
+            other.link.redis.get = real_get
+            reply = await other_srv.post(rpc("ping"), session=sid)
+            assert reply.status == 200, (reply.status, reply.body)  # forwarded to the owner
+        finally:
+            await owner.close()
+            await other.close()
+
+
+async def test_a_session_handed_over_while_it_was_looked_for_is_not_lost(
+        redis: RedisProc) -> None:
+    """The holder drains: another process reads the session's record (none yet: the
+    holder still has it), and before the answer is used the holder hands it over and
+    leaves the cluster.  The client is asked to retry, and its retry adopts the session."""
+    owner_t, other_t = Transport(example_server()), Transport(example_server())
+    async with running(owner_t.server, transport=owner_t) as owner_srv, \
+            running(other_t.server, transport=other_t) as other_srv:
+        owner = Cluster(owner_t, redis.url, advertise_url=owner_srv.url)
+        other = Cluster(other_t, redis.url, advertise_url=other_srv.url)
+        await owner.start()
+        await other.start()
+        try:
+            sid = await owner_srv.initialize()
+            await owner.announce_drain()
+            for _ in range(200):
+                if owner.id in other.members.draining:
+                    break
+                await asyncio.sleep(0.01)
+            assert owner.id in other.members.draining
+            real_hmget = other.link.redis.hmget
+
+            async def meanwhile_handed_over(*args: object, **kw: object) -> object:
+                answer = await real_hmget(*args, **kw)
+                other.link.redis.hmget = real_hmget
+                await owner_t.close()  # hands the idle session over
+                await owner.close()  # and leaves: the others forget it at once
+                for _ in range(200):
+                    if owner.id in other.members.gone:
+                        break
+                    await asyncio.sleep(0.01)
+                assert owner.id in other.members.gone
+                return answer
+
+            other.link.redis.hmget = meanwhile_handed_over
+            reply = await other_srv.post(rpc("ping"), session=sid)
+            assert reply.status == 503, (reply.status, reply.body)
+            assert reply.headers.get("Retry-After") == "1"
+            reply = await other_srv.post(rpc("ping"), session=sid)
+            assert reply.status == 200, (reply.status, reply.body)  # adopted here
+            assert sid in other.sessions.adopted
+        finally:
+            await owner.close()
+            await other.close()

@@ -211,7 +211,8 @@ class Cluster:
 
     # -- for the transport --------------------------------------------------------------------
     async def session_owner(self, session_id: str) -> ProcessInfo | None:
-        """The live process, other than this one, whose prefix ``session_id`` carries."""
+        """The live process, other than this one, whose prefix ``session_id`` carries;
+        raises :class:`~tornado_mcp.cluster.members.Unsure` when Redis cannot say now."""
         owner, dot, _ = session_id.partition(".")
         if not dot or owner == self.id or not looks_like_process_id(owner):
             return None

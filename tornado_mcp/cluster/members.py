@@ -44,6 +44,11 @@ LOOKUP_TIMEOUT = 1.0
 VANISHED_KEPT_S = 300.0
 
 
+class Unsure(Exception):
+    """Redis cannot say now whether a process lives: it is down, or it answered slower
+    than :data:`LOOKUP_TIMEOUT` (a busy machine).  Not "no such process"."""
+
+
 class Members:
     """This process's heartbeat and its view of the others.
 
@@ -239,7 +244,10 @@ class Members:
         return "dead" if self.steady(time.monotonic()) else "unknown"
 
     async def lookup(self, process_id: str) -> ProcessInfo | None:
-        """A live process by id: from the last heartbeat round, else asked of Redis."""
+        """A live process by id: from the last heartbeat round, else asked of Redis;
+        ``None`` when Redis has no record of it.  Raises :class:`Unsure` when Redis was
+        asked and could not say in time: a live process it would have named must not be
+        taken for a gone one (its sessions would get a 404)."""
         info = self.others.get(process_id)
         if info is not None or not self.link.connected or process_id in self.gone:
             return info
@@ -247,6 +255,8 @@ class Members:
         if self._unknown.get(process_id, 0.0) > now:
             return None  # asked a moment ago: no such process
         found = await self._read(process_id)
+        if found is False:
+            raise Unsure(process_id)
         if not isinstance(found, ProcessInfo):
             if found is None:  # remembered until the next heartbeat round, in a bounded table
                 if len(self._unknown) >= UNKNOWN_IDS_KEPT:

@@ -43,7 +43,7 @@ from ..transport.forward import FORWARDED_HEADER, Unreachable, forward
 from ..transport.wire import Reply
 from .event_store import RedisEventStore
 from .link import DOWN, settle
-from .members import LOOKUP_TIMEOUT
+from .members import LOOKUP_TIMEOUT, Unsure
 
 if TYPE_CHECKING:
     from ..transport import Transport
@@ -121,10 +121,17 @@ class Sessions:
             return None
         relayed = FORWARDED_HEADER in h.request.headers
         if owner not in self.members.draining:
-            info = await self.members.lookup(owner)
+            info = await self._process(owner)
             if info is not None and not info.draining:
                 return await self._via(h, info, session_id, body, relayed)
         return await self._by_record(h, session_id, owner, body, relayed)
+
+    async def _process(self, process_id: str) -> ProcessInfo | None:
+        """The live process ``process_id``, or ``None``; a 503 while Redis cannot say."""
+        try:
+            return await self.members.lookup(process_id)
+        except Unsure:
+            raise retry() from None
 
     async def _via(self, h: RequestFlow, info: ProcessInfo, session_id: str, body: bytes | None,
                    relayed: bool, second: bool = False) -> Session | None:
@@ -150,7 +157,20 @@ class Sessions:
 
     async def _by_record(self, h: RequestFlow, session_id: str, owner: str, body: bytes | None,
                          relayed: bool) -> Session | None:
+        """What the session's record says; before it ends in a 404, the record is read
+        again: a session handed over or taken while this process looked for it (its
+        holder drained and left meanwhile) is found on the client's retry, not lost."""
         found = await self._lookup(session_id)
+        session = await self._from_record(h, session_id, owner, found, body, relayed)
+        if session is None and (found is None or found[1] != self.cluster.id):
+            again = await self._lookup(session_id)
+            if again is not None and (found is None or again[:2] != found[:2]):
+                raise retry(MOVING)
+        return session
+
+    async def _from_record(self, h: RequestFlow, session_id: str, owner: str,
+                           found: tuple[str, str, bytes | None] | None, body: bytes | None,
+                           relayed: bool) -> Session | None:
         if found is None:
             return await self._unrecorded(h, session_id, owner, body, relayed)
         state, holder, data = found
@@ -166,7 +186,7 @@ class Sessions:
             return held
         if holder in self.members.draining:
             raise retry(MOVING)
-        info = await self.members.lookup(holder)
+        info = await self._process(holder)
         if info is not None:
             return await self._via(h, info, session_id, body, relayed, second=True)
         return await self._last_seen(h, holder, body, relayed)
