@@ -250,11 +250,9 @@ async def _serve(server: Server, options: Options, args: argparse.Namespace,
     xheaders = bool(getattr(args, "xheaders", False))  # a trusted proxy's X-Forwarded-*
     http = serving.http_server(app, xheaders=xheaders, **http_server_bounds(args))
     advertise: str | None = None
-    if unix is not None:  # the same app, on the Unix socket only
-        http.add_socket(unix[0])
+    if unix is not None:
         base = unixsocket.url(args.unix_socket, "")
     else:
-        http.add_sockets(sockets)
         base = f"http://{_display(args.host)}:{port}"
         host = socket.getfqdn() if args.host in ("", "0.0.0.0", "::") else _display(args.host)
         advertise = f"http://{host}:{port}{args.path}"
@@ -262,7 +260,13 @@ async def _serve(server: Server, options: Options, args: argparse.Namespace,
     if args.redis_url:  # a process on a Unix socket is no forwarding target (no URL)
         from .cluster import Cluster
         cluster = Cluster(transport, link=link, advertise_url=advertise)
+        # Joined before serving: a session minted here names this process, which the
+        # others must find in Redis (until now, connections wait in the listen queue).
         await cluster.start()
+    if unix is not None:  # the same app, on the Unix socket only
+        http.add_socket(unix[0])
+    else:
+        http.add_sockets(sockets)
     print(f"MCP endpoint: {base}{args.path}", flush=True)
     if admin_line:
         print(admin_line.format(base=base), flush=True)

@@ -7,12 +7,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import socket
+import sys
+import time
 from typing import Any
 
+import redis as redis_py
 from conftest import ServerFactory, ServerProc
 from mcp_http import Running, Stream, rpc
+from nginx_proc import free_port
 from redis_proc import RedisProc, redis_fixture  # noqa: F401 - the redis fixture
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
+
+from tornado_mcp.cluster.sessions import looks_like_process_id
 
 TOKEN = "cluster-test-token-0123456789"
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
@@ -232,3 +240,30 @@ async def test_redis_outage_delays_notifications_without_losing_or_repeating_any
     finally:
         on_a.close()
         on_b.close()
+
+
+async def test_a_starting_process_serves_once_it_has_joined_the_cluster(
+        redis: RedisProc) -> None:
+    """A request that reaches a starting process while it joins the cluster (Redis slow:
+    paused here) waits in the listen queue; the session it opens names the process, so
+    every other process can find it.  (Served before joining, it would name none: 404
+    wherever else its requests land.)"""
+    port = free_port()
+    with redis_py.Redis.from_url(redis.url) as client:
+        client.execute_command("CLIENT", "PAUSE", "3000", "ALL")
+    proc = ServerProc([sys.executable, "examples/conformance_server.py", "--no-admin",
+                       "--redis-url", redis.url, "--port", str(port)], dict(os.environ))
+    try:
+        deadline = time.monotonic() + 20
+        while True:  # the port takes connections from the moment it is bound
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, proc.diagnostics()
+                await asyncio.sleep(0.02)
+        sid = await Running.remote(port).initialize()
+        owner, dot, _ = sid.partition(".")
+        assert dot and looks_like_process_id(owner), sid
+    finally:
+        proc.stop()
