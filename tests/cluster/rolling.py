@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from conftest import REPO_ROOT, ServerProc
-from mcp_http import Reply, Running, Stream, rpc
+from mcp_http import LEGACY, Reply, Running, Stream, rpc
 from nginx_proc import NGINX, free_port, start_nginx
 
 URIS = 1000
@@ -156,6 +156,27 @@ class Load:
         self.counts.failed.append(f"{what}: still 503 after 60 tries")
         return None
 
+    def _result(self, what: str, reply: Reply) -> dict[str, Any] | None:
+        """The JSON-RPC result of a 2xx answer; an error in it is a failure."""
+        last = reply.messages[-1] if reply.messages else {}
+        if "result" not in last:
+            self.counts.failed.append(f"{what}: {reply.status} {reply.body[:200]!r}")
+            return None
+        result: dict[str, Any] = last["result"]
+        return result
+
+    async def _initialize(self, srv: Running, i: int) -> str | None:
+        """Open a legacy session as a client that honours 503 + Retry-After does."""
+        r = await self._retrying("initialize", lambda: srv.post(rpc(
+            "initialize", {"protocolVersion": LEGACY, "capabilities": {},
+                           "clientInfo": {"name": f"rolling-{i}", "version": "1"}}, 0)))
+        if r is None or self._result("initialize", r) is None:
+            return None
+        sid = r.headers["Mcp-Session-Id"]
+        done = await self._retrying("initialized", lambda: srv.post(
+            {"jsonrpc": "2.0", "method": "notifications/initialized"}, session=sid))
+        return sid if done is not None else None
+
     def start(self) -> None:
         jobs = [*(self._caller(i) for i in range(self.n["callers"])),
                 *(self._tasker(i) for i in range(self.n["tasks"])),
@@ -188,15 +209,18 @@ class Load:
         while not self.stop.is_set():
             r = await self._retrying("task", lambda: call(srv, "slow_compute",
                                                           {"seconds": 0.2, "label": str(i)}))
-            if r is None:
+            created = None if r is None else self._result("task", r)
+            if created is None:
+                await asyncio.sleep(0.1)
                 continue
-            task_id = r.messages[-1]["result"]["taskId"]
+            task_id = created["taskId"]
             for _ in range(200):
                 got = await self._retrying("task poll", lambda t=task_id: task_request(
                     srv, "tasks/get", t))
-                if got is None:
+                polled = None if got is None else self._result("task poll", got)
+                if polled is None:
                     break
-                status = got.messages[-1]["result"]["status"]
+                status = polled["status"]
                 if status == "completed":
                     break
                 if status in ("failed", "cancelled"):
@@ -206,25 +230,31 @@ class Load:
 
     async def _session(self, i: int) -> None:
         srv = self.client()
-        sid = await srv.initialize(client_name=f"rolling-{i}")
-        reader = asyncio.ensure_future(self._get_stream(srv, sid))
+        sid = await self._initialize(srv, i)
+        while sid is None and not self.stop.is_set():  # a failure, counted: start over
+            await asyncio.sleep(0.5)
+            sid = await self._initialize(srv, i)
+        if sid is None:
+            return
+        current = [sid]  # the GET stream follows the session the client has now
+        reader = asyncio.ensure_future(self._get_stream(srv, current))
         n = 0
         try:
             while not self.stop.is_set():
                 n += 1
-                r = await self._retrying("session", lambda n=n, s=sid: srv.post(
+                r = await self._retrying("session", lambda n=n, s=current[0]: srv.post(
                     rpc("ping", None, n), session=s))
                 if r is None:
                     self.counts.reinitialized += 1  # what a client does after a 404
-                    sid = await srv.initialize(client_name=f"rolling-{i}")
+                    current[0] = await self._initialize(srv, i) or current[0]
                 await asyncio.sleep(0.05)
         finally:
             reader.cancel()
             await asyncio.gather(reader, return_exceptions=True)
 
-    async def _get_stream(self, srv: Running, sid: str) -> None:
+    async def _get_stream(self, srv: Running, current: list[str]) -> None:
         while not self.stop.is_set():
-            stream = await self._open(lambda: srv.get_stream(sid), "get stream")
+            stream = await self._open(lambda: srv.get_stream(current[0]), "get stream")
             if stream is None:
                 await asyncio.sleep(0.5)
                 continue
