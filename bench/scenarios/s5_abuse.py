@@ -94,7 +94,7 @@ async def _send_abusive(port: int, headers: dict[str, str], body: bytes) -> tupl
     if not line:  # closed or reset before any status line: a refusal without a response
         return CLOSED, elapsed
     parts = line.split(b" ")
-    if len(parts) < 2 or not line.startswith(b"HTTP/1."):
+    if len(parts) < 2 or not line.startswith(b"HTTP/1.") or not parts[1].isdigit():
         raise BenchError(f"no HTTP status line, got {line[:80]!r}")
     return int(parts[1]), elapsed
 
