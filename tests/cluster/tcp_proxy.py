@@ -2,7 +2,9 @@
 listens on a Unix socket): :meth:`Proxy.cut` closes every connection through it and
 refuses new ones (a network partition of that one process), :meth:`Proxy.restore` lets
 connections through again.  It runs its own event loop in a thread, so it keeps relaying
-while the test blocks (starting a server process waits for its port)."""
+while the test blocks (starting a server process waits for its port).  :meth:`Proxy.hold`
+makes new connections wait (accepted, nothing relayed: a Redis that is slow to answer)
+until :meth:`Proxy.release`."""
 
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ class Proxy:
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._server: asyncio.AbstractServer | None = None
         self._writers: set[asyncio.StreamWriter] = set()
+        self._released = asyncio.Event()
+        self._released.set()
 
     @property
     def url(self) -> str:
@@ -53,10 +57,18 @@ class Proxy:
     def restore(self) -> None:
         self._call(lambda: setattr(self, "cut_off", False))
 
+    def hold(self) -> None:
+        """New connections are accepted and wait: nothing reaches Redis until release()."""
+        self._call(self._released.clear)
+
+    def release(self) -> None:
+        self._call(self._released.set)
+
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self.cut_off:
             writer.transport.abort()
             return
+        await self._released.wait()
         try:
             up_reader, up_writer = await asyncio.open_unix_connection(self.unix_path)
         except OSError:

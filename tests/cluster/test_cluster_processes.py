@@ -8,16 +8,15 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import sys
 import time
 from typing import Any
 
-import redis as redis_py
 from conftest import ServerFactory, ServerProc
 from mcp_http import Running, Stream, rpc
 from nginx_proc import free_port
 from redis_proc import RedisProc, redis_fixture  # noqa: F401 - the redis fixture
+from tcp_proxy import proxy_to
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
 from tornado_mcp.cluster.sessions import looks_like_process_id
@@ -244,26 +243,50 @@ async def test_redis_outage_delays_notifications_without_losing_or_repeating_any
 
 async def test_a_starting_process_serves_once_it_has_joined_the_cluster(
         redis: RedisProc) -> None:
-    """A request that reaches a starting process while it joins the cluster (Redis slow:
-    paused here) waits in the listen queue; the session it opens names the process, so
-    every other process can find it.  (Served before joining, it would name none: 404
-    wherever else its requests land.)"""
+    """A request that reaches a starting process while it joins the cluster (Redis slow
+    to answer: held here) waits in the listen queue, and the session it opens names the
+    process, so every other process can find it.  (Served before joining, it would name
+    none: 404 wherever else its requests land.)"""
     port = free_port()
-    with redis_py.Redis.from_url(redis.url) as client:
-        client.execute_command("CLIENT", "PAUSE", "3000", "ALL")
-    proc = ServerProc([sys.executable, "examples/conformance_server.py", "--no-admin",
-                       "--redis-url", redis.url, "--port", str(port)], dict(os.environ))
-    try:
-        deadline = time.monotonic() + 20
-        while True:  # the port takes connections from the moment it is bound
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, proc.diagnostics()
-                await asyncio.sleep(0.02)
-        sid = await Running.remote(port).initialize()
-        owner, dot, _ = sid.partition(".")
-        assert dot and looks_like_process_id(owner), sid
-    finally:
-        proc.stop()
+    with proxy_to(redis.path) as proxy:
+        proxy.hold()
+        proc = ServerProc([sys.executable, "examples/conformance_server.py", "--no-admin",
+                           "--redis-url", proxy.url, "--port", str(port)], dict(os.environ))
+        try:
+            reader, writer = await until_bound(proc, port)
+            body = json.dumps(rpc("initialize", {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "early", "version": "1"}}, 0)).encode()
+            writer.write(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                         b"Content-Type: application/json\r\n"
+                         b"Accept: application/json, text/event-stream\r\n"
+                         + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+            await writer.drain()
+            head = asyncio.ensure_future(reader.readuntil(b"\r\n\r\n"))
+            done, _ = await asyncio.wait({head}, timeout=1.0)
+            assert not done, f"answered before joining: {head.result()!r}"
+            proxy.release()
+            raw = (await asyncio.wait_for(head, 10.0)).decode("latin-1")
+            writer.close()
+            assert raw.startswith("HTTP/1.1 200"), raw
+            sid = next(line.split(":", 1)[1].strip() for line in raw.split("\r\n")
+                       if line.lower().startswith("mcp-session-id:"))
+            owner, dot, _ = sid.partition(".")
+            assert dot and looks_like_process_id(owner), sid
+        finally:
+            proxy.release()
+            proc.stop()
+
+
+async def until_bound(proc: ServerProc, port: int) -> tuple[asyncio.StreamReader,
+                                                              asyncio.StreamWriter]:
+    """A connection to ``port`` as soon as the process has bound it (it takes connections
+    from then on, before it serves them)."""
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            return await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), 2.0)
+        except OSError:
+            assert time.monotonic() < deadline and proc.proc.poll() is None, \
+                proc.diagnostics()
+            await asyncio.sleep(0.02)

@@ -22,6 +22,7 @@ from test_cluster_processes import admin
 from tornado_mcp import Transport
 from tornado_mcp.cluster import Cluster
 from tornado_mcp.cluster.members import LOOKUP_TIMEOUT
+from tornado_mcp.cluster.sessions import MOVING
 
 TTL = "1"
 
@@ -195,7 +196,10 @@ async def test_a_session_handed_over_while_it_was_looked_for_is_not_lost(
         redis: RedisProc) -> None:
     """The holder drains: another process reads the session's record (none yet: the
     holder still has it), and before the answer is used the holder hands it over and
-    leaves the cluster.  The client is asked to retry, and its retry adopts the session."""
+    leaves the cluster.  The client is asked to retry, and its retry adopts the session.
+    The interleaving is fixed here: the record is read while the holder has the session,
+    the hand-over and the leaving happen, and that earlier answer is what the process
+    looking for the session then gets from Redis."""
     owner_t, other_t = Transport(example_server()), Transport(example_server())
     async with running(owner_t.server, transport=owner_t) as owner_srv, \
             running(other_t.server, transport=other_t) as other_srv:
@@ -205,30 +209,28 @@ async def test_a_session_handed_over_while_it_was_looked_for_is_not_lost(
         await other.start()
         try:
             sid = await owner_srv.initialize()
-            await owner.announce_drain()
+            real_hmget = other.link.redis.hmget
+            key = other.sessions.key(sid)
+            stale = await real_hmget(key, ["state", "owner", "data"])
+            assert stale == [None, None, None]  # the holder has it: no record yet
+            await owner_t.close()  # hands the idle session over
+            await owner.close()  # and leaves: the others forget it at once
             for _ in range(200):
-                if owner.id in other.members.draining:
+                if owner.id in other.members.gone:
                     break
                 await asyncio.sleep(0.01)
-            assert owner.id in other.members.draining
-            real_hmget = other.link.redis.hmget
+            assert owner.id in other.members.gone
+            assert (await real_hmget(key, ["state"]))[0] == b"free"
 
-            async def meanwhile_handed_over(*args: object, **kw: object) -> object:
-                answer = await real_hmget(*args, **kw)
-                other.link.redis.hmget = real_hmget
-                await owner_t.close()  # hands the idle session over
-                await owner.close()  # and leaves: the others forget it at once
-                for _ in range(200):
-                    if owner.id in other.members.gone:
-                        break
-                    await asyncio.sleep(0.01)
-                assert owner.id in other.members.gone
-                return answer
+            async def answered_before_the_hand_over(*args: object, **kw: object) -> object:
+                other.link.redis.hmget = real_hmget  # only the first read is the old one
+                return stale
 
-            other.link.redis.hmget = meanwhile_handed_over
+            other.link.redis.hmget = answered_before_the_hand_over
             reply = await other_srv.post(rpc("ping"), session=sid)
             assert reply.status == 503, (reply.status, reply.body)
             assert reply.headers.get("Retry-After") == "1"
+            assert reply.json["error"]["message"] == MOVING
             reply = await other_srv.post(rpc("ping"), session=sid)
             assert reply.status == 200, (reply.status, reply.body)  # adopted here
             assert sid in other.sessions.adopted

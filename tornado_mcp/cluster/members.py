@@ -45,8 +45,8 @@ VANISHED_KEPT_S = 300.0
 
 
 class Unsure(Exception):
-    """Redis cannot say now whether a process lives: it is down, or it answered slower
-    than :data:`LOOKUP_TIMEOUT` (a busy machine).  Not "no such process"."""
+    """Redis was asked whether a process lives and could not say: the read failed, or
+    took longer than :data:`LOOKUP_TIMEOUT` (a busy machine).  Not "no such process"."""
 
 
 class Members:
@@ -244,10 +244,11 @@ class Members:
         return "dead" if self.steady(time.monotonic()) else "unknown"
 
     async def lookup(self, process_id: str) -> ProcessInfo | None:
-        """A live process by id: from the last heartbeat round, else asked of Redis;
-        ``None`` when Redis has no record of it.  Raises :class:`Unsure` when Redis was
-        asked and could not say in time: a live process it would have named must not be
-        taken for a gone one (its sessions would get a 404)."""
+        """A live process by id: from the last heartbeat round, else asked of Redis.
+        ``None`` when Redis has no record of it, when it is known gone or was not found a
+        heartbeat interval ago, or when the link is down (see :meth:`uncertain`).  Raises
+        :class:`Unsure` when Redis was asked and could not say in time: a live process it
+        would have named must not be taken for a gone one (its sessions would get a 404)."""
         info = self.others.get(process_id)
         if info is not None or not self.link.connected or process_id in self.gone:
             return info

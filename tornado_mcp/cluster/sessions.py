@@ -25,7 +25,10 @@ forward to the live process that holds it (by its id, or by its record); if that
 cannot be reached, ask Redis whether it lives (503 while its heartbeat record exists, a
 404 once it is gone: a crashed process's sessions are known lost once its record expires,
 within ``cluster_heartbeat_ttl``); adopt a free record; 503 while the owner drains or may
-be alive; else 404.
+be alive, or while Redis does not answer within
+:data:`~tornado_mcp.cluster.members.LOOKUP_TIMEOUT`; else 404, once the record, read
+again, is what it was (a session handed over or taken while this process looked for it
+is a 503: the client's retry finds it where it went).
 """
 
 from __future__ import annotations
