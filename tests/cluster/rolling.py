@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conftest import REPO_ROOT, ServerProc
+from conftest import REPO_ROOT, ServerProc, ServerStartError
 from mcp_http import LEGACY, Reply, Running, Stream, rpc
 from nginx_proc import NGINX, free_port, start_nginx
 
@@ -71,8 +71,21 @@ class Fleet:
     def start(self) -> None:
         if NGINX is None:
             raise RuntimeError("nginx is not installed")
-        self.procs = [self._start(p) for p in self.ports]
+        self.procs = [self._first(i) for i in range(len(self.ports))]
         self.nginx, self.port = start_nginx(self.ports, self.workdir)
+
+    def _first(self, i: int) -> ServerProc:
+        """Process ``i`` of the fleet as it starts: a port that free_port() found free may
+        be taken by someone else before the process binds it (another test, a connection's
+        local port); then another one is chosen, up to twice."""
+        for attempt in range(3):
+            try:
+                return self._start(self.ports[i])
+            except ServerStartError as exc:
+                if "Address already in use" not in str(exc) or attempt == 2:
+                    raise
+                self.ports[i] = free_port()
+        raise AssertionError("unreachable")
 
     def replace(self, i: int) -> float:
         """SIGTERM process ``i``, wait for its exit (bounded), start its replacement on
