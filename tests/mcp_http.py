@@ -166,10 +166,7 @@ class Running:
     async def initialize(self, version: str = LEGACY, capabilities: dict[str, Any] | None = None,
                          client_name: str = "test-client") -> str:
         """Open a legacy session and send notifications/initialized; return its id."""
-        r = await self.post({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                             "params": {"protocolVersion": version,
-                                        "capabilities": capabilities or {},
-                                        "clientInfo": {"name": client_name, "version": "1.0"}}})
+        r = await self.post(init_msg(version, 0, capabilities, client_name, "1.0"))
         assert r.status == 200, r.body
         sid = r.headers["Mcp-Session-Id"]
         r2 = await self.post({"jsonrpc": "2.0", "method": "notifications/initialized"},
@@ -366,10 +363,12 @@ def rpc(method: str, params: dict[str, Any] | None = None, request_id: Any = 1
 
 
 def init_msg(version: str = LEGACY, request_id: Any = 0,
-             capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
+             capabilities: dict[str, Any] | None = None, client_name: str = "t",
+             client_version: str = "1") -> dict[str, Any]:
     """A legacy ``initialize`` request."""
     return rpc("initialize", {"protocolVersion": version, "capabilities": capabilities or {},
-                              "clientInfo": {"name": "t", "version": "1"}}, request_id)
+                              "clientInfo": {"name": client_name, "version": client_version}},
+               request_id)
 
 
 def modern_header_lines(method: str, name: str | None = None,

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from conftest import REPO_ROOT, ServerProc, ServerStartError
-from mcp_http import LEGACY, Reply, Running, Stream, rpc
+from mcp_http import Reply, Running, Stream, init_msg, rpc
 from nginx_proc import NGINX, free_port, start_nginx
 
 URIS = 1000
@@ -180,9 +180,8 @@ class Load:
 
     async def _initialize(self, srv: Running, i: int) -> str | None:
         """Open a legacy session as a client that honours 503 + Retry-After does."""
-        r = await self._retrying("initialize", lambda: srv.post(rpc(
-            "initialize", {"protocolVersion": LEGACY, "capabilities": {},
-                           "clientInfo": {"name": f"rolling-{i}", "version": "1"}}, 0)))
+        r = await self._retrying("initialize", lambda: srv.post(
+            init_msg(client_name=f"rolling-{i}")))
         if r is None or self._result("initialize", r) is None:
             return None
         sid = r.headers["Mcp-Session-Id"]

@@ -13,7 +13,8 @@ import time
 from typing import Any
 
 from conftest import ServerFactory, ServerProc
-from mcp_http import Running, Stream, rpc
+from http_wire import WireConn, request_bytes
+from mcp_http import Running, Stream, init_msg, rpc
 from nginx_proc import free_port
 from redis_proc import RedisProc, redis_fixture  # noqa: F401 - the redis fixture
 from tcp_proxy import proxy_to
@@ -253,24 +254,19 @@ async def test_a_starting_process_serves_once_it_has_joined_the_cluster(
         proc = ServerProc([sys.executable, "examples/conformance_server.py", "--no-admin",
                            "--redis-url", proxy.url, "--port", str(port)], dict(os.environ))
         try:
-            reader, writer = await until_bound(proc, port)
-            body = json.dumps(rpc("initialize", {
-                "protocolVersion": "2025-11-25", "capabilities": {},
-                "clientInfo": {"name": "early", "version": "1"}}, 0)).encode()
-            writer.write(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                         b"Content-Type: application/json\r\n"
-                         b"Accept: application/json, text/event-stream\r\n"
-                         + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
-            await writer.drain()
-            head = asyncio.ensure_future(reader.readuntil(b"\r\n\r\n"))
-            done, _ = await asyncio.wait({head}, timeout=1.0)
-            assert not done, f"answered before joining: {head.result()!r}"
+            conn = await until_bound(proc, port)
+            await conn.send(request_bytes("POST", port, [
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json, text/event-stream")],
+                json.dumps(init_msg(client_name="early")).encode()))
+            answer = asyncio.ensure_future(conn.read_reply())
+            done, _ = await asyncio.wait({answer}, timeout=1.0)
+            assert not done, f"answered before joining: {answer.result()!r}"
             proxy.release()
-            raw = (await asyncio.wait_for(head, 10.0)).decode("latin-1")
-            writer.close()
-            assert raw.startswith("HTTP/1.1 200"), raw
-            sid = next(line.split(":", 1)[1].strip() for line in raw.split("\r\n")
-                       if line.lower().startswith("mcp-session-id:"))
+            reply = await answer
+            conn.close()
+            assert reply.status == 200, reply
+            sid = reply.header("Mcp-Session-Id") or ""
             owner, dot, _ = sid.partition(".")
             assert dot and looks_like_process_id(owner), sid
         finally:
@@ -278,14 +274,13 @@ async def test_a_starting_process_serves_once_it_has_joined_the_cluster(
             proc.stop()
 
 
-async def until_bound(proc: ServerProc, port: int) -> tuple[asyncio.StreamReader,
-                                                              asyncio.StreamWriter]:
+async def until_bound(proc: ServerProc, port: int) -> WireConn:
     """A connection to ``port`` as soon as the process has bound it (it takes connections
     from then on, before it serves them)."""
     deadline = time.monotonic() + 20
     while True:
         try:
-            return await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), 2.0)
+            return await WireConn.open(port, 2.0)
         except OSError:
             assert time.monotonic() < deadline and proc.proc.poll() is None, \
                 proc.diagnostics()
