@@ -4,25 +4,18 @@ asserts what the page says the server answers."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from conftest import REPO_ROOT
-from test_docs_run import RUN_TIMEOUT, RUNNER, program
+from test_docs_run import program, run_program
 
 pytestmark = pytest.mark.timeout(120)
 
 
 @pytest.mark.parametrize("page", ["skills.md", "apps.md"])
 def test_the_extension_program_runs(page: str, tmp_path: Path) -> None:
-    source = program(REPO_ROOT / "docs" / page)
-    assert "asyncio.run(" in source  # it talks to the server, not only builds it
-    script = tmp_path / f"{Path(page).stem}_program.py"
-    script.write_text(source, encoding="utf-8")
-    done = subprocess.run([sys.executable, "-c", RUNNER, str(script)], cwd=REPO_ROOT,
-                          env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
-                          capture_output=True, text=True, timeout=RUN_TIMEOUT, check=False)
+    # It talks to the server, not only builds it.
+    assert "asyncio.run(" in program(REPO_ROOT / "docs" / page)
+    done = run_program(page, tmp_path)
     assert done.returncode == 0, done.stderr

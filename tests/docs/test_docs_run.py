@@ -205,23 +205,24 @@ async def test_the_embedding_program_serves_its_page_and_mcp_and_logs_the_id(
     assert re.search(r"200 POST /mcp \(127\.0\.0\.1\) id=", proc.stderr), proc.stderr[-2000:]
 
 
-def test_the_subscriptions_program_runs(tmp_path: Path) -> None:
-    script = tmp_path / "subscriptions_program.py"
-    script.write_text(program(REPO_ROOT / "docs" / "subscriptions.md"), encoding="utf-8")
-    done = subprocess.run([sys.executable, "-c", RUNNER, str(script)], cwd=REPO_ROOT,
+def run_program(page: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """The program of ``docs/<page>`` (its blocks in order), run to its end."""
+    script = tmp_path / f"{Path(page).stem}_program.py"
+    script.write_text(program(REPO_ROOT / "docs" / page), encoding="utf-8")
+    return subprocess.run([sys.executable, "-c", RUNNER, str(script)], cwd=REPO_ROOT,
                           env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
                           capture_output=True, text=True, timeout=RUN_TIMEOUT, check=False)
+
+
+def test_the_subscriptions_program_runs(tmp_path: Path) -> None:
+    done = run_program("subscriptions.md", tmp_path)
     assert done.returncode == 0, done.stderr
 
 
 def test_the_extensions_program_runs(tmp_path: Path) -> None:
     """DPoP end to end (a proof accepted, its replay and the token as Bearer refused) and
     an embedded endpoint on a Unix socket answering initialize."""
-    script = tmp_path / "extensions_program.py"
-    script.write_text(program(REPO_ROOT / "docs" / "extensions.md"), encoding="utf-8")
-    done = subprocess.run([sys.executable, "-c", RUNNER, str(script)], cwd=REPO_ROOT,
-                          env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
-                          capture_output=True, text=True, timeout=RUN_TIMEOUT, check=False)
+    done = run_program("extensions.md", tmp_path)
     assert done.returncode == 0, done.stderr
 
 
