@@ -28,3 +28,18 @@ async def chromium(args: Sequence[str]) -> AsyncIterator[Any]:
             yield browser
         finally:
             await browser.close()
+
+
+#: Chromium for a dashboard test: no sandbox (CI runs as root), no GPU, and none of its own
+#: traffic (QUIC, first-run pages, background networking, component updates, sync).
+QUIET_ARGS = ("--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+              "--disable-background-networking", "--disable-component-update",
+              "--disable-sync")
+
+
+@pytest.fixture(name="browser")
+async def quiet_browser() -> AsyncIterator[Any]:
+    """``browser``: a Chromium launched with :data:`QUIET_ARGS` for the test (a module
+    imports ``quiet_browser`` to use it)."""
+    async with chromium(QUIET_ARGS) as b:
+        yield b

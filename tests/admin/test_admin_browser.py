@@ -23,22 +23,13 @@ from admin_support import (
     open_session,
     running_admin,
 )
-from browser_support import chromium
+from browser_support import quiet_browser  # noqa: F401 - the browser fixture
 
 playwright_api = pytest.importorskip("playwright.async_api")
 expect = playwright_api.expect
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 WAIT_MS = 15_000
 
 
@@ -65,12 +56,6 @@ async def held_listen_stream(client: httpx.AsyncClient, srv: Running,
         assert resp.status_code == 200
         yield
     # Leaving the ``stream`` block closes the connection without reading the body.
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[object]:
-    async with chromium(CHROMIUM_ARGS) as b:
-        yield b
 
 
 async def test_operator_walk_through(browser: object) -> None:

@@ -4,28 +4,17 @@ grouped by concern, with sizes in units and booleans as a select."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import httpx
 import pytest
 from admin_support import TOKEN, running_admin
-from browser_support import chromium
+from browser_support import quiet_browser  # noqa: F401 - the browser fixture
 from test_admin_governance import call_echo
 
 playwright_api = pytest.importorskip("playwright.async_api")
 expect = playwright_api.expect
 
 pytestmark = pytest.mark.browser
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync"]
 WAIT_MS = 15_000
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[object]:
-    async with chromium(CHROMIUM_ARGS) as b:
-        yield b
 
 
 async def test_tools_callers_and_audit_sections(browser: object) -> None:
